@@ -1,0 +1,34 @@
+"""The request a builder produces: pure data, no host, no credentials (09)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, final
+
+import attrs
+
+__all__ = ["HTTPRequest", "encode_json_body"]
+
+
+@final
+@attrs.frozen(slots=True)
+class HTTPRequest:
+    """One HTTP request relative to a client's base URL.
+
+    ``path`` is appended to the base URL by the I/O layer (08 D26); ``headers`` never carry
+    credentials (``adapters.auth_headers`` supplies those); ``body`` is the exact bytes sent.
+    """
+
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def encode_json_body(value: Any) -> bytes:
+    """Encode ``value`` as the compact UTF-8 JSON every builder sends.
+
+    Keys keep their insertion order and separators are fixed, so the same request always has
+    the same bytes (golden tests compare bytes). Non-ASCII text is sent as UTF-8, not escaped.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
