@@ -48,9 +48,11 @@ def image_dimensions(data: bytes) -> tuple[int, int] | None:
 def needs_high_detail(data: bytes) -> bool:
     """Say whether GPT-5.6 needs ``detail: "high"`` for this image (spec 05 §5).
 
-    The longest side is scaled down to at most 65,535 px (aspect kept, other side rounded
-    down, at least 1 px); the image then needs ``"high"`` when it covers more than 30,000
-    patches of 32 x 32 px (partial patches count). An image of unknown size never does.
+    GPT-5.6 reads the default detail as "original": it keeps the image's own size, only
+    scaling the longest side down to 65,535 px (aspect kept, sides rounded to the nearest
+    pixel), and refuses an image that then covers more than 30,000 patches of 32 x 32 px
+    (partial patches count); ``"high"`` makes it resize the image instead. An image of
+    unknown size never needs it.
     """
     size = image_dimensions(data)
     if size is None:
@@ -58,8 +60,9 @@ def needs_high_detail(data: bytes) -> bool:
     width, height = size
     longest = max(width, height)
     if longest > MAX_SIDE:
-        width = max(1, width * MAX_SIDE // longest)
-        height = max(1, height * MAX_SIDE // longest)
+        # Scale by MAX_SIDE / longest, rounding half up, in exact integer arithmetic.
+        width = (2 * width * MAX_SIDE + longest) // (2 * longest)
+        height = (2 * height * MAX_SIDE + longest) // (2 * longest)
     patches = -(-width // PATCH_SIDE) * -(-height // PATCH_SIDE)
     return patches > MAX_PATCHES
 

@@ -107,7 +107,12 @@ def test_unknown_or_truncated_headers(data: bytes) -> None:
         (65_535, 500, True),  # no scaling: 2,048 x 16 = 32,768
         (1_000_000, 32, False),  # 31,250 patches unscaled, but 65,535 x 2 px -> 2,048 x 1
         (32, 1_000_000, False),  # the same, standing
-        (200_000, 20_000, True),  # scaled to 65,535 x 6,553 -> 2,048 x 205
+        (200_000, 20_000, True),  # scaled to 65,535 x 6,553.5 -> 6,554 -> 2,048 x 205
+        (5600, 5600, True),  # 175 x 175 = 30,625
+        (6400, 4832, True),  # 200 x 151 = 30,200
+        (131_070, 500, False),  # scaled to 65,535 x 250 -> 2,048 x 8
+        (131_070, 1500, True),  # scaled to 65,535 x 750 -> 2,048 x 24
+        (131_070, 897, True),  # 448.5 rounds up to 449 px: 2,048 x 15 (rounding down: 14)
     ],
 )
 @pytest.mark.parametrize("make", [png, webp_extended], ids=lambda f: f.__name__)
