@@ -1,10 +1,217 @@
-"""PLACEHOLDER: replaced by the real pipeline within the hour."""
+"""``StreamPipeline``: decoder, machine and finalizer behind an h11-style pull API (09).
+
+Theory of operation: ``receive_data`` only buffers (it runs the decoder and queues the SSE
+events it completes). ``next_event`` does one unit of work at a time until it has an event to
+hand out: one SSE event through the machine, whose client events go to the finalizer one item
+at a time (an event with several items is split, its usage/finish part last). After
+``receive_eof``, draining runs ``decoder.close()``, ``machine.finish()``, ``items.end()`` and
+``items.close()`` in that order, then returns ``END`` forever.
+
+An exception from any stage is held until every public event decided before it has been
+handed out, then raised from ``next_event``; the pipeline is then in ``ERROR`` and every later
+call raises ``RuntimeError``. So the output never depends on where the bytes were cut.
+"""
+
 from __future__ import annotations
-from typing import Protocol
+
+import enum
+from collections import deque
+from collections.abc import Callable
+from typing import Final, Protocol
+
+from .items import StreamItems
 from .model import UniEvent
-from .sse import SSEEvent
+from .sse import SSEDecoder, SSEEvent
+
+__all__ = ["END", "NEED_DATA", "Decoder", "Machine", "PipelineState", "StreamPipeline"]
 
 
 class Machine(Protocol):
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]: ...
-    def finish(self) -> list[UniEvent]: ...
+    """One wire protocol's parser: SSE events in, client-stream events out (spec 02 §2.1)."""
+
+    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
+        """Return the client events of one SSE event (all-or-nothing)."""
+        ...
+
+    def finish(self) -> list[UniEvent]:
+        """End of input: return whatever the machine still holds (usually ``[]``)."""
+        ...
+
+
+class Decoder(Protocol):
+    """Bytes to SSE events: ``SSEDecoder`` or ``BodyDecoder``."""
+
+    def feed(self, data: bytes) -> list[SSEEvent]: ...
+
+    def close(self) -> list[SSEEvent]: ...
+
+
+class _Sentinel(enum.Enum):
+    NEED_DATA = "NEED_DATA"
+    END = "END"
+
+    def __repr__(self) -> str:
+        return self.value
+
+
+#: ``next_event`` needs more bytes (``receive_data``) or the end of input (``receive_eof``).
+NEED_DATA: Final = _Sentinel.NEED_DATA
+#: The stream is over: the ``stop`` event has been handed out.
+END: Final = _Sentinel.END
+
+
+class PipelineState(enum.Enum):
+    #: Taking bytes.
+    OPEN = enum.auto()
+    #: ``receive_eof`` was called; draining what is left.
+    EOF = enum.auto()
+    #: ``END`` was returned.
+    CLOSED = enum.auto()
+    #: An exception was raised; every later call raises ``RuntimeError``.
+    ERROR = enum.auto()
+
+
+class _Stage(enum.IntEnum):
+    """What ``next_event`` runs once the queued SSE events are used up after EOF."""
+
+    DECODER_CLOSE = 0
+    MACHINE_FINISH = 1
+    ITEMS_END = 2
+    ITEMS_CLOSE = 3
+    DONE = 4
+
+
+class StreamPipeline:
+    """Bytes in, public ``UniEvent``s out.
+
+    Args:
+        machine: the wire protocol's machine.
+        client: the client type (or protocol name) named in errors.
+        clock: Unix milliseconds for ``created_at`` (the finalizer stamps every public event).
+        decoder: bytes to SSE events; an ``SSEDecoder`` with default limits when ``None``.
+    """
+
+    def __init__(
+        self,
+        machine: Machine,
+        *,
+        client: str,
+        clock: Callable[[], int],
+        decoder: Decoder | None = None,
+    ) -> None:
+        self._machine = machine
+        self._decoder: Decoder = decoder if decoder is not None else SSEDecoder()
+        self._items = StreamItems(client=client, clock=clock)
+        self._sse: deque[SSEEvent] = deque()
+        self._out: deque[UniEvent] = deque()
+        self._failure: BaseException | None = None
+        self._stage = _Stage.DECODER_CLOSE
+        self._state = PipelineState.OPEN
+
+    @property
+    def state(self) -> PipelineState:
+        """``OPEN``, ``EOF``, ``CLOSED`` or ``ERROR``."""
+        return self._state
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer body bytes. Errors they cause come out of ``next_event`` in stream order.
+
+        Raises:
+            RuntimeError: after ``receive_eof`` or after an error.
+        """
+        if self._state is not PipelineState.OPEN:
+            raise RuntimeError(f"receive_data in state {self._state.name}")
+        if self._failure is not None:
+            return
+        try:
+            self._sse.extend(self._decoder.feed(data))
+        except Exception as exc:
+            self._failure = exc
+
+    def receive_eof(self) -> None:
+        """Mark the end of the body.
+
+        Raises:
+            RuntimeError: called twice or after an error.
+        """
+        if self._state is not PipelineState.OPEN:
+            raise RuntimeError(f"receive_eof in state {self._state.name}")
+        self._state = PipelineState.EOF
+
+    def next_event(self) -> UniEvent | _Sentinel:
+        """Return the next public event, ``NEED_DATA`` or ``END``.
+
+        Raises:
+            MMSPError: whatever a stage raised, after every event decided before it.
+            RuntimeError: called after an error was raised.
+        """
+        out = self._out
+        while True:
+            if out:
+                return out.popleft()
+            if self._sse and self._failure is None:
+                self._run_machine(self._sse.popleft())
+                continue
+            if self._failure is not None:
+                return self._raise_failure()
+            if self._state is PipelineState.OPEN:
+                return NEED_DATA
+            if self._state is PipelineState.CLOSED:
+                return END
+            if self._state is PipelineState.ERROR:
+                raise RuntimeError("the pipeline failed earlier; start a new one")
+            self._advance_after_eof()
+
+    # -- stages ----------------------------------------------------------------------------
+
+    def _run_machine(self, sse: SSEEvent) -> None:
+        try:
+            events = self._machine.next_events(sse)
+        except Exception as exc:
+            self._failure = exc
+            return
+        self._push(events)
+
+    def _push(self, events: list[UniEvent]) -> None:
+        """Feed client events to the finalizer one item at a time (09)."""
+        push = self._items.push
+        out = self._out
+        try:
+            for event in events:
+                items = event.content_items
+                if len(items) <= 1:
+                    out.extend(push(event))
+                    continue
+                for item in items:
+                    out.extend(push(UniEvent("delta", (item,))))
+                out.extend(
+                    push(UniEvent(event.event_type, (), event.usage_metadata, event.finish_reason))
+                )
+        except Exception as exc:
+            self._failure = exc
+
+    def _advance_after_eof(self) -> None:
+        stage = self._stage
+        if stage is _Stage.DONE:
+            self._state = PipelineState.CLOSED
+            return
+        self._stage = _Stage(stage + 1)
+        try:
+            if stage is _Stage.DECODER_CLOSE:
+                self._sse.extend(self._decoder.close())
+            elif stage is _Stage.MACHINE_FINISH:
+                self._push(self._machine.finish())
+            elif stage is _Stage.ITEMS_END:
+                self._out.extend(self._items.end())
+            else:
+                self._out.append(self._items.close())
+        except Exception as exc:
+            self._failure = exc
+
+    def _raise_failure(self) -> UniEvent:
+        failure = self._failure
+        assert failure is not None
+        self._failure = None
+        self._state = PipelineState.ERROR
+        self._sse.clear()
+        raise failure

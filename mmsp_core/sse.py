@@ -130,10 +130,13 @@ class SSEDecoder(_Lifecycle):
                 block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             lines = block.split(b"\n")
             lines.pop()  # the empty string after the last LF
+            too_long = len(block) > self._max_line and self._cut_at_long_line(lines)
             events = self._interpret(lines)
+            if too_long and self._pending is None:
+                self._fail_line()
         if self._pending is None and len(buf) > self._max_line:
             # Memory stays bounded: an over-long line is refused before its end arrives.
-            self._fail("SSE line", self._max_line, self._max_line + 1)
+            self._fail_line()
         return events
 
     def close(self) -> list[SSEEvent]:
@@ -149,39 +152,46 @@ class SSEDecoder(_Lifecycle):
         self._reset()
         return []
 
+    def _cut_at_long_line(self, lines: list[bytes]) -> bool:
+        """Drop the first line over ``max_line_bytes`` and all after it; say if there was one."""
+        for index, line in enumerate(lines):
+            if len(line) > self._max_line:
+                del lines[index:]
+                return True
+        return False
+
     def _interpret(self, lines: list[bytes]) -> list[SSEEvent]:
         """Interpret complete lines (WHATWG §9.2.6) and return the events they dispatch.
 
-        Stops at the first line over a limit, keeping the error for the next call.
+        Stops at a data line that takes the event over ``max_event_bytes``, keeping the error
+        for the next call.
         """
         events: list[SSEEvent] = []
         parts = self._data
         size = self._data_size
-        max_line = self._max_line
-        max_event = self._max_event
         for line in lines:
-            if len(line) > max_line:
-                # The size reported does not depend on how the line arrived (see ``feed``).
-                self._fail("SSE line", max_line, max_line + 1)
-                return events
             if not line:
                 # A blank line dispatches the event if it has data, and resets the type anyway.
                 if parts:
+                    data = parts[0] if len(parts) == 1 else b"\n".join(parts)
                     events.append(
                         SSEEvent(
                             self._event_type or "message",
-                            b"\n".join(parts).decode("utf-8", "replace"),
+                            data.decode("utf-8", "replace"),
                             self._last_event_id,
                             self._retry,
                         )
                     )
-                    parts.clear()
+                    parts = []
                     size = -1
                 self._event_type = ""
                 self._retry = None
                 continue
-            if line.startswith(b"data:"):  # the common line, checked first
-                value = line[6:] if line[5:6] == b" " else line[5:]
+            # Data lines are the common case: they are recognised first.
+            if line[:6] == b"data: ":
+                value = line[6:]
+            elif line[:5] == b"data:":
+                value = line[5:]
             else:
                 colon = line.find(b":")
                 if colon == 0:  # a comment, such as a keep-alive
@@ -196,10 +206,11 @@ class SSEDecoder(_Lifecycle):
                     self._field(name, value)
                     continue
             size += len(value) + 1
-            if size > max_event:
-                self._fail("SSE event", max_event, size)
+            if size > self._max_event:
+                self._fail("SSE event", self._max_event, size)
                 return events
             parts.append(value)
+        self._data = parts
         self._data_size = size
         return events
 
@@ -215,6 +226,10 @@ class SSEDecoder(_Lifecycle):
             # ignored like any other value that is not a number.
             with contextlib.suppress(ValueError):
                 self._retry = int(value)
+
+    def _fail_line(self) -> None:
+        """Keep the error for an over-long line: ``size`` is limit + 1 however the line arrived."""
+        self._fail("SSE line", self._max_line, self._max_line + 1)
 
     def _fail(self, what: str, limit: int, size: int) -> None:
         """Keep a limit error for the next call and drop the buffers."""

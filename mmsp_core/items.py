@@ -1,0 +1,281 @@
+"""``StreamItems``: the finalizer that turns the client stream into the public stream.
+
+Theory of operation (spec 02 §4-§7, RFC-0003 §4-§5):
+
+A machine yields *client* events: delta items only, zero or more per event, each tagged with
+``fidelity["item_id"]``; usage and finish reason on ``stop`` events, possibly in pieces. The
+finalizer keeps at most one *open item*. For each incoming fragment it decides (``_route``)
+whether the fragment continues the open item, begins a new one (closing the open item with its
+``.done``), or is a fidelity-only tail of the open item under another kind. Public fragments
+go out as they come, without ``item_id``, without empty fragments, with fidelity at most once.
+``.done`` items are built only from what was emitted (``kinds.KINDS``). Usage and finish
+reason are merged field by field into the single ``stop`` built by ``close()``.
+
+States: ``OPEN`` (taking events) -> ``ENDED`` (after ``end()``, the trailing ``.done`` is out)
+-> ``CLOSED`` (after ``close()`` built the stop). Any exception moves to ``ERROR``; every later
+call then raises ``RuntimeError`` (a caller bug, as in h11).
+
+Every call is all-or-nothing: checks run before anything of the call is emitted, so a bad
+fragment raises without the previous item's ``.done`` (08 D50). The pipeline pushes one item
+at a time, so an error always comes after every public event decided before it (09).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from .errors import (
+    EmptyResponseError,
+    IncompleteStreamError,
+    StreamLimitError,
+    StreamProtocolError,
+)
+from .kinds import KINDS, Kind
+from .model import FinishReason, Item, UniEvent, UsageMetadata
+
+__all__ = ["StreamItems"]
+
+#: Largest joined growing field of one item (characters, bytes or floats); 08 D18.
+DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
+
+
+class _State(enum.Enum):
+    #: Taking client events.
+    OPEN = enum.auto()
+    #: ``end()`` ran: the trailing ``.done`` is out; only ``close()`` is allowed.
+    ENDED = enum.auto()
+    #: ``close()`` built the stop.
+    CLOSED = enum.auto()
+    #: An exception was raised; every later call raises ``RuntimeError``.
+    ERROR = enum.auto()
+
+
+class _OpenItem:
+    """The item currently streaming."""
+
+    __slots__ = ("chunks", "fidelity", "first", "item_id", "kind", "size")
+
+    def __init__(self, kind: Kind, item_id: str | None) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        #: The first emitted fragment (``None`` until something was emitted).
+        self.first: Any = None
+        self.chunks: list[Any] = []
+        self.fidelity: Mapping[str, Any] | None = None
+        self.size = 0
+
+
+def _split_fidelity(item: Any) -> tuple[Mapping[str, Any] | None, str | None]:
+    """Return (fidelity without ``item_id`` or None when empty, the ``item_id`` or None)."""
+    fidelity = item.fidelity
+    if not fidelity:
+        return None, None
+    if "item_id" not in fidelity:
+        return fidelity, None
+    item_id = fidelity["item_id"]
+    rest = {k: v for k, v in fidelity.items() if k != "item_id"}
+    return (rest or None), (str(item_id) if item_id not in (None, "") else None)
+
+
+class StreamItems:
+    """Client stream in, public stream out (spec 02 §4-§7).
+
+    Args:
+        client: the client type (or protocol name) named in errors.
+        clock: returns Unix milliseconds for each public event's ``created_at``.
+        max_item_size: the largest joined growing field of one item.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: str,
+        clock: Callable[[], int],
+        max_item_size: int = DEFAULT_MAX_ITEM_SIZE,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._max_item_size = max_item_size
+        self._state = _State.OPEN
+        self._open: _OpenItem | None = None
+        self._usage: UsageMetadata | None = None
+        self._finish: FinishReason | None = None
+        self._has_content = False
+
+    # -- public API ----------------------------------------------------------------------
+
+    def push(self, event: UniEvent) -> list[UniEvent]:
+        """Take one client event; return the public delta events it decides.
+
+        Raises:
+            StreamProtocolError: a done item or unknown type from the client, usage or finish
+                reason on a delta event, two different fidelity payloads in one item, a first
+                tool-call fragment without name or id (spec 02 §7).
+            ToolCallArgumentParseError: the item this fragment closes is a tool call whose
+                arguments are not a JSON object (its ``.done`` position).
+            StreamLimitError: an item grew past ``max_item_size``.
+            RuntimeError: called after ``end()`` or after an error.
+        """
+        self._expect(_State.OPEN)
+        try:
+            if event.event_type == "delta":
+                if event.usage_metadata is not None or event.finish_reason is not None:
+                    raise self._protocol_error("a delta event carries usage_metadata or finish_reason")
+            elif event.event_type != "stop":
+                raise self._protocol_error(f"unknown event_type {event.event_type!r}")
+            out: list[UniEvent] = []
+            for item in event.content_items:
+                self._push_item(item, out)
+            if event.usage_metadata is not None:
+                usage = self._usage or UsageMetadata()
+                self._usage = usage.merge(event.usage_metadata)
+            if event.finish_reason:
+                self._finish = event.finish_reason
+            return out
+        except BaseException:
+            self._state = _State.ERROR
+            raise
+
+    def end(self) -> list[UniEvent]:
+        """The client stream is over: return the open item's ``.done``, if it emitted anything.
+
+        When usage or finish reason is missing and the open item is a tool call, its arguments
+        are not parsed: the cut explains them, and ``close()`` raises
+        ``IncompleteStreamError`` (08 D33).
+
+        Raises:
+            ToolCallArgumentParseError: the open tool call's arguments are not a JSON object.
+            RuntimeError: called twice or after an error.
+        """
+        self._expect(_State.OPEN)
+        try:
+            out: list[UniEvent] = []
+            current = self._open
+            self._open = None
+            cut = self._usage is None or self._finish is None
+            if current is not None and current.first is not None:
+                if not (cut and current.kind.has_headers):
+                    out.append(self._done_event(current))
+            self._state = _State.ENDED
+            return out
+        except BaseException:
+            self._state = _State.ERROR
+            raise
+
+    def close(self) -> UniEvent:
+        """Return the single public ``stop`` event (RFC-0003 §5, spec 02 §7 steps 3-5).
+
+        Raises:
+            IncompleteStreamError: usage and/or finish reason never arrived; carries what did.
+            EmptyResponseError: nothing but thinking (or nothing at all) was produced.
+            RuntimeError: called before ``end()``, twice, or after an error.
+        """
+        self._expect(_State.ENDED)
+        self._state = _State.ERROR
+        missing = tuple(
+            name
+            for name, value in (("usage_metadata", self._usage), ("finish_reason", self._finish))
+            if value is None
+        )
+        if missing:
+            raise IncompleteStreamError(self._client, missing, self._finish, self._usage)
+        if not self._has_content:
+            raise EmptyResponseError(self._client, self._finish, self._usage)
+        self._state = _State.CLOSED
+        return UniEvent("stop", (), self._usage, self._finish, self._clock())
+
+    # -- one fragment ----------------------------------------------------------------------
+
+    def _push_item(self, item: Item, out: list[UniEvent]) -> None:
+        item_kind = KINDS.get(item.type)
+        if item_kind is None:
+            raise self._protocol_error(f"a client yields deltas, not {item.type}")
+        fid, item_id = _split_fidelity(item)
+        empty = item_kind.is_empty(item) and not item_kind.keeps_empty
+        current = self._open
+        kind = item_kind
+        fragment: Any = item
+        starts_new: bool
+        if (
+            current is not None
+            and current.first is not None
+            and kind is not current.kind
+            and item_id is not None
+            and item_id == current.item_id
+            and fid is not None
+            and empty
+        ):
+            # A fidelity-only tail under another kind (spec 02 §4 step 3): it belongs to the
+            # open item, re-shaped as an empty fragment of the open item's kind.
+            kind = current.kind
+            fragment = kind.empty_like(current.first)
+            starts_new = False
+        else:
+            starts_new = (
+                current is None
+                or kind is not current.kind
+                or kind.begins_itself(item)
+                or (
+                    not kind.has_headers
+                    and item_id is not None
+                    and current.item_id is not None
+                    and item_id != current.item_id
+                )
+            )
+        target = _OpenItem(kind, item_id) if starts_new or current is None else current
+
+        # Checks first (08 D50): nothing of this push goes out when one fails.
+        emitted_fid = fid
+        if fid is not None and target.fidelity is not None:
+            if fid != target.fidelity:
+                raise self._protocol_error(
+                    f"item {target.item_id!r} carried two different fidelity payloads"
+                )
+            emitted_fid = None
+        emits = not empty or emitted_fid is not None
+        if emits and target.first is None and kind.lacks_headers(fragment):
+            raise self._protocol_error(
+                f"the first {kind.name}.delta of an item must carry the name and the tool_call_id"
+            )
+        growing = kind.growing(fragment)
+        size = target.size + len(growing)
+        if size > self._max_item_size:
+            raise StreamLimitError(f"{kind.name} item", self._max_item_size, size)
+        if starts_new and current is not None and current.first is not None:
+            out.append(self._done_event(current))
+
+        # Commit.
+        if target is not current:
+            self._open = target
+        elif target.item_id is None:
+            target.item_id = item_id
+        if fid is not None and target.fidelity is None:
+            target.fidelity = fid
+        if not emits:
+            return
+        public = kind.fragment(target.first, fragment, emitted_fid)
+        if target.first is None:
+            target.first = public
+        target.chunks.append(growing)
+        target.size = size
+        out.append(UniEvent("delta", (public,), None, None, self._clock()))
+
+    def _done_event(self, item: _OpenItem) -> UniEvent:
+        done = item.kind.done(self._client, item.first, item.chunks, item.fidelity)
+        if not item.kind.is_thinking:
+            self._has_content = True
+        return UniEvent("delta", (done,), None, None, self._clock())
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _expect(self, state: _State) -> None:
+        if self._state is not state:
+            raise RuntimeError(
+                f"StreamItems is {self._state.name}; this call needs it {state.name}"
+            )
+
+    def _protocol_error(self, detail: str) -> StreamProtocolError:
+        return StreamProtocolError(self._client, detail=detail)
+

@@ -1,0 +1,222 @@
+"""The per-kind table: the only place that knows how each streamed item kind behaves.
+
+For every kind that streams (spec 02 §4): which field grows, which header fields the first
+fragment must carry, how fragments join into the done item, when a fragment begins a new item
+by itself, and how public fragments and done items are built. ``StreamItems`` reads nothing
+else about kinds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
+
+from .errors import ToolCallArgumentParseError, preview
+from .model import (
+    DeltaItem,
+    DoneItem,
+    EmbeddingDelta,
+    EmbeddingDone,
+    InlineDataDelta,
+    InlineDataDone,
+    InlineThinkingDelta,
+    InlineThinkingDone,
+    TextDelta,
+    TextDone,
+    ThinkingDelta,
+    ThinkingDone,
+    ToolCallDelta,
+    ToolCallDone,
+)
+
+__all__ = ["KINDS", "Kind", "kind_of"]
+
+Fidelity = Mapping[str, Any] | None
+
+
+@final
+@attrs.frozen(slots=True)
+class Kind:
+    """How one streamed kind behaves (one row of spec 02 §4's table)."""
+
+    #: ``"text"``, ``"thinking"``, ``"tool_call"``, ...
+    name: str
+    #: The delta class of this kind.
+    delta_cls: type[DeltaItem]
+    #: Reads the growing field of a fragment.
+    growing: Callable[[Any], Any]
+    #: True when the fragment's growing field and every header field are empty.
+    is_empty: Callable[[Any], bool]
+    #: True when the fragment begins a new item whatever came before (spec 02 §4).
+    begins_itself: Callable[[Any], bool]
+    #: True for kinds with header fields (``tool_call``): ids never split such items.
+    has_headers: bool
+    #: True when the first fragment lacks a header field it must carry.
+    lacks_headers: Callable[[Any], bool]
+    #: Builds the public fragment: (first fragment of the item or None, fragment, fidelity).
+    fragment: Callable[[Any, Any, Fidelity], DeltaItem]
+    #: Returns a copy of an item's first fragment with an empty growing field, no fidelity.
+    empty_like: Callable[[Any], DeltaItem]
+    #: Builds the done item: (client, first fragment, joined chunks, fidelity).
+    done: Callable[[str, Any, Sequence[Any], Fidelity], DoneItem]
+    #: True when thinking-only output of this kind makes a response empty (RFC-0003 §5).
+    is_thinking: bool = False
+    #: Whether an empty fragment is still emitted (an empty vector stands for its input).
+    keeps_empty: bool = False
+
+
+def _parse_arguments(client: str, first: ToolCallDelta, raw: str) -> dict[str, Any]:
+    """Parse joined tool-call arguments; ``""`` is ``{}`` (spec 02 §5).
+
+    Raises:
+        ToolCallArgumentParseError: the JSON is malformed, truncated, or not an object.
+    """
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError as exc:
+        reason = f"invalid JSON: {exc}"
+    else:
+        if isinstance(value, dict):
+            return value
+        reason = "Expected a JSON object."
+    raise ToolCallArgumentParseError(
+        client, first.name, first.tool_call_id, len(raw), preview(raw), detail=reason
+    )
+
+
+def _text_fragment(first: Any, d: TextDelta, fid: Fidelity) -> TextDelta:
+    return d if d.fidelity is fid else TextDelta(d.text, fid)
+
+
+def _thinking_fragment(first: Any, d: ThinkingDelta, fid: Fidelity) -> ThinkingDelta:
+    return ThinkingDelta(d.thinking, fid)
+
+
+def _tool_fragment(first: Any, d: ToolCallDelta, fid: Fidelity) -> ToolCallDelta:
+    # Name and id only on the first fragment of a call (08 D29, D42).
+    if first is None:
+        return ToolCallDelta(d.name, d.tool_call_id, d.arguments, fid)
+    return ToolCallDelta("", "", d.arguments, fid)
+
+
+def _data_fragment(first: Any, d: InlineDataDelta, fid: Fidelity) -> InlineDataDelta:
+    return InlineDataDelta(d.data, d.mime_type, fid)
+
+
+def _inline_thinking_fragment(
+    first: Any, d: InlineThinkingDelta, fid: Fidelity
+) -> InlineThinkingDelta:
+    return InlineThinkingDelta(d.data, d.mime_type, fid)
+
+
+def _embedding_fragment(first: Any, d: EmbeddingDelta, fid: Fidelity) -> EmbeddingDelta:
+    return d if d.fidelity is None else EmbeddingDelta(d.embedding)
+
+
+def _tool_done(client: str, first: ToolCallDelta, chunks: Sequence[str], fid: Fidelity) -> DoneItem:
+    arguments = _parse_arguments(client, first, "".join(chunks))
+    return ToolCallDone(first.name, first.tool_call_id, arguments, fid)
+
+
+def _embedding_done(client: str, first: Any, chunks: Sequence[Any], fid: Fidelity) -> DoneItem:
+    return EmbeddingDone(tuple(x for vector in chunks for x in vector))
+
+
+def _never(d: Any) -> bool:
+    return False
+
+
+def _always(d: Any) -> bool:
+    return True
+
+
+KINDS: Final[Mapping[str, Kind]] = {
+    kind.delta_cls.type: kind
+    for kind in (
+        Kind(
+            "text",
+            TextDelta,
+            growing=lambda d: d.text,
+            is_empty=lambda d: not d.text,
+            begins_itself=_never,
+            has_headers=False,
+            lacks_headers=_never,
+            fragment=_text_fragment,
+            empty_like=lambda first: TextDelta(""),
+            done=lambda c, first, chunks, fid: TextDone("".join(chunks), fid),
+        ),
+        Kind(
+            "thinking",
+            ThinkingDelta,
+            growing=lambda d: d.thinking,
+            is_empty=lambda d: not d.thinking,
+            begins_itself=_never,
+            has_headers=False,
+            lacks_headers=_never,
+            fragment=_thinking_fragment,
+            empty_like=lambda first: ThinkingDelta(""),
+            done=lambda c, first, chunks, fid: ThinkingDone("".join(chunks), fid),
+            is_thinking=True,
+        ),
+        Kind(
+            "tool_call",
+            ToolCallDelta,
+            growing=lambda d: d.arguments,
+            is_empty=lambda d: not (d.arguments or d.name or d.tool_call_id),
+            begins_itself=lambda d: bool(d.name),
+            has_headers=True,
+            lacks_headers=lambda d: not (d.name and d.tool_call_id),
+            fragment=_tool_fragment,
+            empty_like=lambda first: ToolCallDelta(first.name, first.tool_call_id, ""),
+            done=_tool_done,
+        ),
+        Kind(
+            "inline_data",
+            InlineDataDelta,
+            growing=lambda d: d.data,
+            is_empty=lambda d: not d.data,
+            begins_itself=lambda d: d.mime_type.startswith("image/"),
+            has_headers=False,
+            lacks_headers=_never,
+            fragment=_data_fragment,
+            empty_like=lambda first: InlineDataDelta(b"", first.mime_type),
+            done=lambda c, first, chunks, fid: InlineDataDone(b"".join(chunks), first.mime_type, fid),
+        ),
+        Kind(
+            "inline_thinking",
+            InlineThinkingDelta,
+            growing=lambda d: d.data,
+            is_empty=lambda d: not d.data,
+            begins_itself=_always,
+            has_headers=False,
+            lacks_headers=_never,
+            fragment=_inline_thinking_fragment,
+            empty_like=lambda first: InlineThinkingDelta(b"", first.mime_type),
+            done=lambda c, first, chunks, fid: InlineThinkingDone(
+                b"".join(chunks), first.mime_type, fid
+            ),
+            is_thinking=True,
+        ),
+        Kind(
+            "embedding",
+            EmbeddingDelta,
+            growing=lambda d: d.embedding,
+            is_empty=lambda d: not d.embedding,
+            begins_itself=_always,
+            has_headers=False,
+            lacks_headers=_never,
+            fragment=_embedding_fragment,
+            empty_like=lambda first: EmbeddingDelta(()),
+            done=_embedding_done,
+            keeps_empty=True,
+        ),
+    )
+}
+
+
+def kind_of(item: object) -> Kind | None:
+    """Return the kind of a delta item, or ``None`` for anything else (a done item, ...)."""
+    return KINDS.get(getattr(item, "type", ""))

@@ -1,0 +1,231 @@
+"""Hypothesis strategies for MMSP values and streams (needs hypothesis installed).
+
+- ``chunked(data)``: a random partition of ``data`` (empty chunks allowed).
+- ``done_items()``, ``usage()``, ``finish_reasons()``, ``messages()``, ``configs()``,
+  ``public_events()``: values for round-trip tests.
+- ``client_streams()``: valid client streams (lists of client ``UniEvent``s whose items carry
+  ``fidelity.item_id``), ending with usage and a finish reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from ..model import (
+    EmbeddingConfig,
+    EmbeddingDelta,
+    EmbeddingDone,
+    FinishReason,
+    ImageConfig,
+    ImageUrlDone,
+    InlineDataDelta,
+    InlineDataDone,
+    InlineThinkingDone,
+    PromptCaching,
+    SpeakerConfig,
+    TextDelta,
+    TextDone,
+    ThinkingDelta,
+    ThinkingDone,
+    ThinkingLevel,
+    ToolCallDelta,
+    ToolCallDone,
+    ToolResultDone,
+    ToolSchema,
+    UniConfig,
+    UniEvent,
+    UniMessage,
+    UsageMetadata,
+)
+
+__all__ = [
+    "chunked",
+    "client_streams",
+    "configs",
+    "done_items",
+    "finish_reasons",
+    "json_objects",
+    "messages",
+    "public_events",
+    "usage",
+]
+
+
+@st.composite
+def chunked(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    """A random partition of ``data`` into chunks; empty chunks are allowed."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=min(len(data), 64) + 2)))
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+_json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+_json = st.recursive(
+    _json_leaf,
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8,
+)
+
+
+def json_objects() -> st.SearchStrategy[dict[str, Any]]:
+    """Random JSON objects (nested lists and objects, any unicode)."""
+    return st.dictionaries(st.text(max_size=8), _json, max_size=4)
+
+
+_fidelity = st.none() | st.dictionaries(st.sampled_from(["signature", "phase", "x"]),
+                                        st.text(max_size=8), min_size=1, max_size=2)
+_ids = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8)
+
+
+def usage() -> st.SearchStrategy[UsageMetadata]:
+    """Random usage: each count an int >= 0 or None."""
+    count = st.none() | st.integers(0, 10**9)
+    return st.builds(UsageMetadata, count, count, count, count)
+
+
+def finish_reasons() -> st.SearchStrategy[FinishReason]:
+    """Any of the four finish reasons."""
+    return st.sampled_from(list(FinishReason))
+
+
+def done_items() -> st.SearchStrategy[Any]:
+    """Any done item, user-side kinds included."""
+    return st.one_of(
+        st.builds(TextDone, st.text(), _fidelity),
+        st.builds(ThinkingDone, st.text(), _fidelity),
+        st.builds(ToolCallDone, _ids, _ids, json_objects(), _fidelity),
+        st.builds(InlineDataDone, st.binary(max_size=32), st.just("image/png"), _fidelity),
+        st.builds(InlineThinkingDone, st.binary(max_size=32), st.just("image/png"), _fidelity),
+        st.builds(EmbeddingDone, st.lists(st.floats(allow_nan=False, width=32)).map(tuple)),
+        st.builds(ToolResultDone, st.text(), _ids, st.none() | st.lists(st.text()).map(tuple)),
+        st.builds(ImageUrlDone, st.text()),
+    )
+
+
+def messages() -> st.SearchStrategy[UniMessage]:
+    """Random messages with optional usage, finish and timestamp."""
+    return st.builds(
+        UniMessage,
+        st.sampled_from(["user", "assistant"]),
+        st.lists(done_items(), max_size=4).map(tuple),
+        st.none() | usage(),
+        st.none() | finish_reasons(),
+        st.none() | st.integers(0, 2**62),
+    )
+
+
+def public_events() -> st.SearchStrategy[UniEvent]:
+    """Random events in public shape (delta with one item, or stop)."""
+    delta = st.builds(
+        lambda item, at: UniEvent("delta", (item,), None, None, at),
+        st.one_of(
+            st.builds(TextDelta, st.text(), _fidelity),
+            st.builds(ThinkingDelta, st.text(), _fidelity),
+            st.builds(ToolCallDelta, st.text(), st.text(), st.text(), _fidelity),
+            st.builds(InlineDataDelta, st.binary(max_size=16), st.text(max_size=10), _fidelity),
+            st.builds(EmbeddingDelta, st.lists(st.floats(allow_nan=False)).map(tuple)),
+            done_items(),
+        ),
+        st.integers(0, 2**62),
+    )
+    stop = st.builds(
+        lambda u, f, at: UniEvent("stop", (), u, f, at), usage(), finish_reasons(),
+        st.integers(0, 2**62),
+    )
+    return delta | stop
+
+
+def configs() -> st.SearchStrategy[UniConfig]:
+    """Random configs, unknown keys in ``extra`` included."""
+    opt = st.none
+    return st.builds(
+        UniConfig,
+        max_tokens=opt() | st.integers(1, 10**6),
+        temperature=opt() | st.floats(0, 2),
+        tools=opt()
+        | st.lists(
+            st.builds(ToolSchema, _ids, st.text(max_size=10), opt() | json_objects()), max_size=2
+        ).map(tuple),
+        tool_choice=opt()
+        | st.sampled_from(["auto", "required", "none"])
+        | st.lists(_ids, max_size=2).map(tuple),
+        thinking_level=opt() | st.sampled_from(list(ThinkingLevel)),
+        thinking_summary=opt() | st.booleans(),
+        system_prompt=opt() | st.text(max_size=10),
+        prompt_caching=opt() | st.sampled_from(list(PromptCaching)),
+        fast_mode=opt() | st.booleans(),
+        image_config=opt()
+        | st.builds(ImageConfig, opt() | st.just("16:9"), opt() | st.just("2K")),
+        tts_config=opt()
+        | st.lists(st.builds(SpeakerConfig, _ids, opt() | _ids), max_size=2).map(tuple),
+        embedding_config=opt() | st.builds(EmbeddingConfig, opt() | st.integers(1, 4096)),
+        trace_id=opt() | _ids,
+        extra=st.dictionaries(st.text(max_size=6).map(lambda k: "x_" + k), _json, max_size=2),
+    )
+
+
+# -- client streams -------------------------------------------------------------------------
+
+
+def _split_text(draw: st.DrawFn, text: str) -> list[str]:
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=4)))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+@st.composite
+def client_streams(draw: st.DrawFn) -> list[UniEvent]:
+    """A valid client stream: items of several kinds, each under its own ``item_id``.
+
+    Fragments may be empty, several items may share one client event, the item that carries
+    fidelity carries it once, and usage and finish reason arrive on one or two stop events.
+    Every item has visible content, so the stream always ends with a stop.
+    """
+    items: list[Any] = []
+    count = draw(st.integers(1, 5))
+    for n in range(count):
+        item_id = f"i{n}"
+        kind = draw(st.sampled_from(["text", "thinking", "tool_call"]))
+        fid = draw(_fidelity)
+        if kind == "tool_call":
+            args = draw(json_objects())
+            raw = json.dumps(args)
+            parts = _split_text(draw, raw)
+            frags: list[Any] = [
+                ToolCallDelta(draw(_ids), draw(_ids), parts[0], {"item_id": item_id, **(fid or {})})
+            ]
+            frags += [ToolCallDelta("", "", p, {"item_id": item_id}) for p in parts[1:]]
+        else:
+            text = draw(st.text(min_size=1))
+            cls = TextDelta if kind == "text" else ThinkingDelta
+            parts = _split_text(draw, text)
+            frags = [cls(p, {"item_id": item_id}) for p in parts]
+            if fid:
+                frags.append(cls("", {"item_id": item_id, **fid}))
+        items.extend(frags)
+    if all(isinstance(i, ThinkingDelta) for i in items):
+        items.append(TextDelta("answer", {"item_id": "final"}))
+    events: list[UniEvent] = []
+    position = 0
+    while position < len(items):
+        take = draw(st.integers(0, 3))
+        events.append(UniEvent("delta", tuple(items[position : position + take])))
+        position += take
+    u = draw(usage())
+    finish = draw(finish_reasons())
+    if draw(st.booleans()):
+        events.append(UniEvent("stop", (), u, finish))
+    else:
+        events.append(UniEvent("stop", (), UsageMetadata(prompt_tokens=1), None))
+        events.append(UniEvent("stop", (), u, finish))
+    return events

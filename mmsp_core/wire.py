@@ -1,0 +1,525 @@
+"""MMSP JSON: values to and from the exact wire shape of the seeds (08 D3, 09).
+
+``to_wire`` turns any value (event, message, item, usage, config, error) into a JSON-ready
+``dict``; the ``*_from_wire`` functions read them back. Bytes travel as base64 text, tuples as
+lists, an absent ``fidelity`` (or ``images``) as an absent key. Readers check every field and
+raise ``WireFormatError(path, reason)`` naming the field path (``content_items[0].text``).
+
+Errors travel as ``{"error": {"type", "message", **fields}}`` (spec 03 §3).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import attrs
+
+from .errors import ERROR_CLASSES, MMSPError, UpstreamError, WireFormatError, fields_of
+from .model import (
+    ITEM_CLASSES,
+    DoneItem,
+    EmbeddingConfig,
+    EmbeddingDelta,
+    EmbeddingDone,
+    FinishReason,
+    ImageConfig,
+    ImageUrlDone,
+    InlineDataDelta,
+    InlineDataDone,
+    InlineThinkingDelta,
+    InlineThinkingDone,
+    Item,
+    PromptCaching,
+    SpeakerConfig,
+    TextDelta,
+    TextDone,
+    ThinkingDelta,
+    ThinkingDone,
+    ThinkingLevel,
+    ToolCallDelta,
+    ToolCallDone,
+    ToolResultDone,
+    ToolSchema,
+    UniConfig,
+    UniEvent,
+    UniMessage,
+    UsageMetadata,
+)
+
+__all__ = [
+    "config_from_wire",
+    "error_from_wire",
+    "event_from_wire",
+    "item_from_wire",
+    "message_from_wire",
+    "to_wire",
+    "usage_from_wire",
+]
+
+_USAGE_KEYS: Final = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
+_FINISH: Final[Mapping[str, FinishReason]] = {f.value: f for f in FinishReason}
+_E = TypeVar("_E")
+
+
+# ============================================================================================
+# Values -> JSON
+# ============================================================================================
+
+
+def to_wire(value: Any) -> dict[str, Any]:
+    """Return the MMSP JSON object of an event, message, item, usage, config or error.
+
+    Raises:
+        TypeError: ``value`` is not an MMSP value or error.
+    """
+    if isinstance(value, UniEvent):
+        return {
+            "role": value.role,
+            "event_type": value.event_type,
+            "content_items": [_item_to_wire(i) for i in value.content_items],
+            "usage_metadata": _usage_to_wire(value.usage_metadata),
+            "finish_reason": None if value.finish_reason is None else str(value.finish_reason),
+            "created_at": value.created_at,
+        }
+    if isinstance(value, UniMessage):
+        out: dict[str, Any] = {
+            "role": value.role,
+            "content_items": [_item_to_wire(i) for i in value.content_items],
+        }
+        if value.usage_metadata is not None:
+            out["usage_metadata"] = _usage_to_wire(value.usage_metadata)
+        if value.finish_reason is not None:
+            out["finish_reason"] = str(value.finish_reason)
+        if value.created_at is not None:
+            out["created_at"] = value.created_at
+        return out
+    if isinstance(value, UsageMetadata):
+        return _usage_to_wire(value)
+    if isinstance(value, UniConfig):
+        return _config_to_wire(value)
+    if isinstance(value, MMSPError):
+        return {"error": _error_to_wire(value)}
+    if ITEM_CLASSES.get(getattr(value, "type", None)) is type(value):  # type: ignore[arg-type]
+        return _item_to_wire(value)
+    raise TypeError(f"to_wire cannot encode {type(value).__name__}")
+
+
+def _usage_to_wire(usage: UsageMetadata | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "cached_tokens": usage.cached_tokens,
+        "prompt_tokens": usage.prompt_tokens,
+        "thoughts_tokens": usage.thoughts_tokens,
+        "response_tokens": usage.response_tokens,
+    }
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _item_to_wire(item: Item) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": item.type}
+    for field in attrs.fields(type(item)):
+        name = field.name
+        value = getattr(item, name)
+        if name in ("fidelity", "images") and value is None:
+            continue
+        if isinstance(value, bytes):
+            value = _b64(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        out[name] = value
+    return out
+
+
+def _config_to_wire(config: UniConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in attrs.fields(UniConfig):
+        value = getattr(config, field.name)
+        if field.name == "extra" or value is None:
+            continue
+        out[field.name] = _plain(value)
+    out.update(config.extra)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Attrs values, enums and tuples as plain JSON values."""
+    if isinstance(value, str):
+        return str(value)
+    if attrs.has(type(value)):
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in attrs.fields(type(value))
+            if getattr(value, f.name) is not None
+        }
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _error_to_wire(exc: MMSPError) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    for name, value in fields_of(exc).items():
+        if isinstance(value, UsageMetadata):
+            out[name] = _usage_to_wire(value)
+        else:
+            out[name] = _plain(value)
+    return out
+
+
+# ============================================================================================
+# JSON -> values
+# ============================================================================================
+
+
+def _fail(path: str, reason: str) -> WireFormatError:
+    return WireFormatError(path, reason)
+
+
+def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(path, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _str(d: Mapping[str, Any], key: str, path: str) -> str:
+    value = d.get(key)
+    if type(value) is not str:
+        if key not in d:
+            raise _fail(f"{path}.{key}", "missing")
+        raise _fail(f"{path}.{key}", f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _opt_int(d: Mapping[str, Any], key: str, path: str) -> int | None:
+    value = d.get(key)
+    if value is None or type(value) is int:
+        return value
+    raise _fail(f"{path}.{key}", f"expected an integer or null, got {type(value).__name__}")
+
+
+def _bytes(d: Mapping[str, Any], key: str, path: str) -> bytes:
+    text = _str(d, key, path)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _fail(f"{path}.{key}", f"invalid base64: {exc}") from None
+
+
+def _fidelity(d: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
+    value = d.get("fidelity")
+    if value is None or type(value) is dict:
+        return value
+    raise _fail(f"{path}.fidelity", f"expected an object or null, got {type(value).__name__}")
+
+
+def _floats(d: Mapping[str, Any], key: str, path: str) -> tuple[float, ...]:
+    value = d.get(key)
+    if not isinstance(value, list):
+        raise _fail(f"{path}.{key}", "expected a list of numbers")
+    for i, x in enumerate(value):
+        if type(x) not in (int, float):
+            raise _fail(f"{path}.{key}[{i}]", "expected a number")
+    return tuple(float(x) for x in value)
+
+
+def _arguments(d: Mapping[str, Any], path: str) -> dict[str, Any]:
+    value = d.get("arguments")
+    if type(value) is not dict:
+        raise _fail(f"{path}.arguments", "expected an object")
+    return value
+
+
+def _images(d: Mapping[str, Any], path: str) -> tuple[str, ...] | None:
+    value = d.get("images")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(type(x) is str for x in value):
+        raise _fail(f"{path}.images", "expected a list of strings")
+    return tuple(value)
+
+
+_ITEM_READERS: Final[Mapping[str, Callable[[Mapping[str, Any], str], Item]]] = {
+    "text.delta": lambda d, p: TextDelta(_str(d, "text", p), _fidelity(d, p)),
+    "text.done": lambda d, p: TextDone(_str(d, "text", p), _fidelity(d, p)),
+    "thinking.delta": lambda d, p: ThinkingDelta(_str(d, "thinking", p), _fidelity(d, p)),
+    "thinking.done": lambda d, p: ThinkingDone(_str(d, "thinking", p), _fidelity(d, p)),
+    "tool_call.delta": lambda d, p: ToolCallDelta(
+        _str(d, "name", p), _str(d, "tool_call_id", p), _str(d, "arguments", p), _fidelity(d, p)
+    ),
+    "tool_call.done": lambda d, p: ToolCallDone(
+        _str(d, "name", p), _str(d, "tool_call_id", p), _arguments(d, p), _fidelity(d, p)
+    ),
+    "inline_data.delta": lambda d, p: InlineDataDelta(
+        _bytes(d, "data", p), _str(d, "mime_type", p), _fidelity(d, p)
+    ),
+    "inline_data.done": lambda d, p: InlineDataDone(
+        _bytes(d, "data", p), _str(d, "mime_type", p), _fidelity(d, p)
+    ),
+    "inline_thinking.delta": lambda d, p: InlineThinkingDelta(
+        _bytes(d, "data", p), _str(d, "mime_type", p), _fidelity(d, p)
+    ),
+    "inline_thinking.done": lambda d, p: InlineThinkingDone(
+        _bytes(d, "data", p), _str(d, "mime_type", p), _fidelity(d, p)
+    ),
+    "embedding.delta": lambda d, p: EmbeddingDelta(_floats(d, "embedding", p)),
+    "embedding.done": lambda d, p: EmbeddingDone(_floats(d, "embedding", p)),
+    "tool_result.done": lambda d, p: ToolResultDone(
+        _str(d, "text", p), _str(d, "tool_call_id", p), _images(d, p)
+    ),
+    "image_url.done": lambda d, p: ImageUrlDone(_str(d, "image_url", p)),
+}
+
+
+def item_from_wire(d: Any, path: str = "item") -> Item:
+    """Read one content item of either phase.
+
+    Raises:
+        WireFormatError: not an object, unknown ``type``, or a field of the wrong type.
+    """
+    obj = _obj(d, path)
+    reader = _ITEM_READERS.get(obj.get("type"))  # type: ignore[arg-type]
+    if reader is None:
+        raise _fail(f"{path}.type", f"unknown content item type {obj.get('type')!r}")
+    return reader(obj, path)
+
+
+def usage_from_wire(d: Any, path: str = "usage_metadata") -> UsageMetadata | None:
+    """Read a usage object (``None`` stays ``None``); missing keys are ``None``.
+
+    Raises:
+        WireFormatError: not an object, or a count that is neither an integer nor null.
+    """
+    if d is None:
+        return None
+    obj = _obj(d, path)
+    return UsageMetadata(*(_opt_int(obj, key, path) for key in _USAGE_KEYS))
+
+
+def _finish(value: Any, path: str) -> FinishReason | None:
+    if value is None:
+        return None
+    finish = _FINISH.get(value) if isinstance(value, str) else None
+    if finish is None:
+        raise _fail(path, f"expected one of {sorted(_FINISH)} or null, got {value!r}")
+    return finish
+
+
+def _items(value: Any, path: str) -> tuple[Item, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, "expected a list")
+    readers = _ITEM_READERS
+    out = []
+    for i, d in enumerate(value):
+        reader = readers.get(d.get("type")) if type(d) is dict else None
+        out.append(reader(d, f"{path}[{i}]") if reader else item_from_wire(d, f"{path}[{i}]"))
+    return tuple(out)
+
+
+def event_from_wire(d: Any) -> UniEvent:
+    """Read a ``UniEvent`` of the client stream or the public stream (09).
+
+    Raises:
+        WireFormatError: any field missing or of the wrong type, with its path.
+    """
+    obj = _obj(d, "event")
+    role = obj.get("role", "assistant")
+    if role != "assistant":
+        raise _fail("event.role", f"expected 'assistant', got {role!r}")
+    event_type = obj.get("event_type")
+    if event_type != "delta" and event_type != "stop":
+        raise _fail("event.event_type", f"expected 'delta' or 'stop', got {event_type!r}")
+    created_at = obj.get("created_at")
+    if created_at is not None and type(created_at) is not int:
+        raise _fail("event.created_at", "expected an integer or null")
+    usage = obj.get("usage_metadata")
+    finish = obj.get("finish_reason")
+    return UniEvent(
+        event_type,
+        _items(obj.get("content_items"), "event.content_items"),
+        None if usage is None else usage_from_wire(usage, "event.usage_metadata"),
+        None if finish is None else _finish(finish, "event.finish_reason"),
+        created_at,
+    )
+
+
+def message_from_wire(d: Any) -> UniMessage:
+    """Read a ``UniMessage``; its items must be done items (spec 01 §2).
+
+    Raises:
+        WireFormatError: any field missing or of the wrong type, or a delta item.
+    """
+    obj = _obj(d, "message")
+    role = obj.get("role")
+    if role not in ("user", "assistant"):
+        raise _fail("message.role", f"expected 'user' or 'assistant', got {role!r}")
+    items = _items(obj.get("content_items"), "message.content_items")
+    for i, item in enumerate(items):
+        if not item.type.endswith(".done"):
+            raise _fail(f"message.content_items[{i}].type", "a message holds only done items")
+    created_at = obj.get("created_at")
+    if created_at is not None and type(created_at) is not int:
+        raise _fail("message.created_at", "expected an integer or null")
+    done_items: tuple[DoneItem, ...] = items  # type: ignore[assignment]
+    return UniMessage(
+        role,
+        done_items,
+        usage_from_wire(obj.get("usage_metadata"), "message.usage_metadata"),
+        _finish(obj.get("finish_reason"), "message.finish_reason"),
+        created_at,
+    )
+
+
+# -- config -------------------------------------------------------------------------------
+
+
+def _enum(kind: Callable[[str], _E], value: Any, path: str) -> _E:
+    try:
+        return kind(value)
+    except ValueError:
+        raise _fail(path, f"unknown value {value!r}") from None
+
+
+def _tool(d: Any, path: str) -> ToolSchema:
+    obj = _obj(d, path)
+    parameters = obj.get("parameters")
+    if parameters is not None and type(parameters) is not dict:
+        raise _fail(f"{path}.parameters", "expected a JSON-Schema object")
+    description = obj.get("description", "")
+    if type(description) is not str:
+        raise _fail(f"{path}.description", "expected a string")
+    return ToolSchema(_str(obj, "name", path), description, parameters)
+
+
+def _tool_choice(value: Any, path: str) -> str | tuple[str, ...]:
+    if type(value) is str:
+        return value
+    if isinstance(value, list) and all(type(x) is str for x in value):
+        return tuple(value)
+    raise _fail(path, "expected 'auto', 'required', 'none' or a list of tool names")
+
+
+def _list_of(value: Any, path: str, read: Callable[[Any, str], _E]) -> tuple[_E, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, "expected a list")
+    return tuple(read(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _opt_str(obj: Mapping[str, Any], key: str, path: str) -> str | None:
+    value = obj.get(key)
+    if value is None or type(value) is str:
+        return value
+    raise _fail(f"{path}.{key}", "expected a string or null")
+
+
+def _speaker(d: Any, path: str) -> SpeakerConfig:
+    obj = _obj(d, path)
+    return SpeakerConfig(_str(obj, "voice", path), _opt_str(obj, "speaker", path))
+
+
+def _image_config(d: Any, path: str) -> ImageConfig:
+    obj = _obj(d, path)
+    return ImageConfig(_opt_str(obj, "aspect_ratio", path), _opt_str(obj, "image_size", path))
+
+
+def _embedding_config(d: Any, path: str) -> EmbeddingConfig:
+    return EmbeddingConfig(_opt_int(_obj(d, path), "dimensions", path))
+
+
+def _typed(kind: type | tuple[type, ...], name: str) -> Callable[[Any, str], Any]:
+    def read(value: Any, path: str) -> Any:
+        if type(value) is bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise _fail(path, f"expected {name}")
+        if not isinstance(value, kind):
+            raise _fail(path, f"expected {name}")
+        return value
+
+    return read
+
+
+_CONFIG_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
+    "max_tokens": _typed(int, "an integer"),
+    "temperature": lambda v, p: float(_typed((int, float), "a number")(v, p)),
+    "tools": lambda v, p: _list_of(v, p, _tool),
+    "tool_choice": _tool_choice,
+    "thinking_level": lambda v, p: _enum(ThinkingLevel, v, p),
+    "thinking_summary": _typed(bool, "a boolean"),
+    "system_prompt": _typed(str, "a string"),
+    "prompt_caching": lambda v, p: _enum(PromptCaching, v, p),
+    "fast_mode": _typed(bool, "a boolean"),
+    "image_config": _image_config,
+    "tts_config": lambda v, p: _list_of(v, p, _speaker),
+    "embedding_config": _embedding_config,
+    "trace_id": _typed(str, "a string"),
+}
+
+
+def config_from_wire(d: Any) -> UniConfig:
+    """Read a ``UniConfig``; unknown keys go to ``extra``, ``null`` values count as unset.
+
+    Raises:
+        WireFormatError: a known key with a value of the wrong type.
+    """
+    obj = _obj(d, "config")
+    known: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in obj.items():
+        reader = _CONFIG_READERS.get(key)
+        if reader is None:
+            extra[key] = value
+        elif value is not None:
+            known[key] = reader(value, f"config.{key}")
+    return UniConfig(**known, extra=extra)
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+def error_from_wire(d: Any) -> MMSPError:
+    """Rebuild an error from ``{"error": {"type", "message", **fields}}`` (spec 03 §3).
+
+    A ``type`` that is not an MMSP class (a server-side refusal such as
+    ``AuthenticationError``, or an SDK error relayed by a server) comes back as an
+    ``UpstreamError`` holding the whole object, as the mmsp client reports it (08 D13).
+
+    Raises:
+        WireFormatError: not of that shape, or a field of the wrong type.
+    """
+    outer = _obj(d, "error_body")
+    inner = _obj(outer.get("error"), "error")
+    name = _str(inner, "type", "error")
+    cls = ERROR_CLASSES.get(name)
+    if cls is None:
+        status = inner.get("status")
+        return UpstreamError(
+            str(inner.get("client") or "unknown"),
+            status if type(status) is int else None,
+            name,
+            dict(inner),
+        )
+    kwargs: dict[str, Any] = {}
+    for field in attrs.fields(cls):
+        if field.name not in inner:
+            continue
+        value = inner[field.name]
+        if field.name == "usage_metadata":
+            value = usage_from_wire(value, f"error.{field.name}")
+        elif field.name == "missing":
+            if not isinstance(value, list):
+                raise _fail("error.missing", "expected a list")
+            value = tuple(value)
+        kwargs[field.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise _fail(f"error.{name}", f"fields do not fit: {exc}") from None
