@@ -1,0 +1,17 @@
+"""The wire protocols this package speaks: one line per protocol module.
+
+Adding a protocol means writing its module (ending in ``PROTOCOL = WireProtocol(...)``) and
+adding it here; nothing else dispatches on protocol names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from ._spec import WireProtocol
+
+_MODULES: Final[tuple[WireProtocol, ...]] = ()
+
+PROTOCOLS: Final[Mapping[str, WireProtocol]] = MappingProxyType({p.name: p for p in _MODULES})
