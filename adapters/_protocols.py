@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from . import anthropic_messages
 from ._spec import WireProtocol
 
-_MODULES: Final[tuple[WireProtocol, ...]] = ()
+_MODULES: Final[tuple[WireProtocol, ...]] = (anthropic_messages.PROTOCOL,)
 
 PROTOCOLS: Final[Mapping[str, WireProtocol]] = MappingProxyType({p.name: p for p in _MODULES})

@@ -1,0 +1,172 @@
+"""Render done items as the event stream an Anthropic Messages server sends (08 D49, 09).
+
+The body is ``message_start`` and a ``ping``; for each item one content block
+(``content_block_start``, its deltas, ``content_block_stop``); then ``message_delta`` (stop
+reason and usage) and ``message_stop``. Each item's growing field is split into fragments of
+``fragment_size`` characters.
+
+What this protocol cannot carry, i.e. the normalisation under which
+``decode(render(items, usage, finish))`` gives back ``items``, ``usage`` and ``finish``:
+
+- Only text, thinking and tool-call items exist on this wire. ``inline_data``,
+  ``inline_thinking``, ``embedding``, ``tool_result`` and ``image_url`` items are left out.
+- Text and tool-call items lose their fidelity. A thinking item keeps only a string
+  ``signature``; a thinking item whose text is ``"_REDACTED_THINKING"`` and that has one is
+  sent as a ``redacted_thinking`` block, which decodes to the same item.
+- An item whose growing field is empty and that has no signature left streams no fragment, so
+  it vanishes (an empty text block; unsigned empty thinking). A tool call always streams its
+  arguments (``{}`` at least), so it stays.
+- Tool-call arguments travel as JSON text, so they come back as JSON values (tuples become
+  lists). A call needs a non-empty name and id: the first fragment of a call must carry them.
+- Text must be valid Unicode (no lone surrogates): the body is UTF-8.
+- Usage and finish reason come back exactly: ``cached_tokens`` is ``cache_read_input_tokens``,
+  ``prompt_tokens`` is ``input_tokens``, ``thoughts_tokens`` is
+  ``output_tokens_details.thinking_tokens`` and ``response_tokens`` is ``output_tokens`` minus
+  it (06 §1); a ``None`` count is an absent key. ``unknown`` is rendered as the stop reason
+  ``pause_turn``, which the machine maps back to ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from adapters._convert import arguments_json
+from mmsp_core.model import (
+    DoneItem,
+    FinishReason,
+    TextDone,
+    ThinkingDone,
+    ToolCallDone,
+    UsageMetadata,
+)
+from mmsp_core.request import encode_json_body
+
+from .machine import REDACTED_THINKING
+
+__all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "render"]
+
+#: Characters per fragment when the caller does not choose: about what the API streams.
+DEFAULT_FRAGMENT_SIZE: Final = 12
+
+#: Finish reason -> the ``stop_reason`` the machine maps back to it (06 §1).
+STOP_REASONS: Final[Mapping[FinishReason, str]] = {
+    FinishReason.STOP: "end_turn",
+    FinishReason.LENGTH: "max_tokens",
+    FinishReason.TOOL_CALL: "tool_use",
+    FinishReason.UNKNOWN: "pause_turn",
+}
+
+_MESSAGE_ID: Final = "msg_01MMSPRENDER0000000000"
+
+
+def _event(name: str, payload: Mapping[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + encode_json_body(payload) + b"\n\n"
+
+
+def _fragments(text: str, size: int) -> Iterator[str]:
+    return (text[i : i + size] for i in range(0, len(text), size))
+
+
+def _delta(index: int, delta: Mapping[str, Any]) -> bytes:
+    return _event(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    )
+
+
+def _start(index: int, block: Mapping[str, Any]) -> bytes:
+    return _event(
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": block},
+    )
+
+
+def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
+    """The ``content_block_start`` and deltas of one item (no stop); nothing if not carried."""
+    if isinstance(item, TextDone):
+        yield _start(index, {"type": "text", "text": ""})
+        for part in _fragments(item.text, size):
+            yield _delta(index, {"type": "text_delta", "text": part})
+    elif isinstance(item, ThinkingDone):
+        signature = (item.fidelity or {}).get("signature")
+        if not isinstance(signature, str):
+            signature = None
+        if item.thinking == REDACTED_THINKING and signature is not None:
+            yield _start(index, {"type": "redacted_thinking", "data": signature})
+            return
+        yield _start(index, {"type": "thinking", "thinking": "", "signature": ""})
+        for part in _fragments(item.thinking, size):
+            yield _delta(index, {"type": "thinking_delta", "thinking": part})
+        if signature is not None:
+            yield _delta(index, {"type": "signature_delta", "signature": signature})
+    elif isinstance(item, ToolCallDone):
+        block = {"type": "tool_use", "id": item.tool_call_id, "name": item.name, "input": {}}
+        yield _start(index, block)
+        # The server always opens the arguments with an empty fragment.
+        yield _delta(index, {"type": "input_json_delta", "partial_json": ""})
+        for part in _fragments(arguments_json(item.arguments), size):
+            yield _delta(index, {"type": "input_json_delta", "partial_json": part})
+
+
+def _input_usage(usage: UsageMetadata) -> dict[str, int]:
+    counts = {"input_tokens": usage.prompt_tokens, "cache_read_input_tokens": usage.cached_tokens}
+    return {key: value for key, value in counts.items() if value is not None}
+
+
+def _final_usage(usage: UsageMetadata) -> dict[str, Any]:
+    counts: dict[str, Any] = _input_usage(usage)
+    if usage.response_tokens is not None:
+        counts["output_tokens"] = usage.response_tokens + (usage.thoughts_tokens or 0)
+    if usage.thoughts_tokens is not None:
+        counts["output_tokens_details"] = {"thinking_tokens": usage.thoughts_tokens}
+    return counts
+
+
+def render(
+    items: Sequence[DoneItem],
+    usage: UsageMetadata,
+    finish_reason: FinishReason,
+    *,
+    model: str,
+    fragment_size: int | None,
+) -> bytes:
+    """Return the body an Anthropic server would stream for these done items (08 D49).
+
+    See the module docstring for what cannot be carried.
+
+    Raises:
+        ValueError: ``fragment_size`` is less than 1.
+    """
+    size = DEFAULT_FRAGMENT_SIZE if fragment_size is None else fragment_size
+    if size < 1:
+        raise ValueError(f"fragment_size must be at least 1, not {size}")
+    message: dict[str, Any] = {
+        "id": _MESSAGE_ID,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**_input_usage(usage), "output_tokens": 0},
+    }
+    out = [
+        _event("message_start", {"type": "message_start", "message": message}),
+        _event("ping", {"type": "ping"}),
+    ]
+    index = 0
+    for item in items:
+        block = list(_block(item, index, size))
+        if block:
+            out.extend(block)
+            out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+    stop_reason = STOP_REASONS[FinishReason(finish_reason)]
+    delta = {"stop_reason": stop_reason, "stop_sequence": None}
+    out.append(
+        _event(
+            "message_delta", {"type": "message_delta", "delta": delta, "usage": _final_usage(usage)}
+        )
+    )
+    out.append(_event("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
