@@ -7,6 +7,10 @@ optional ``detail`` says what no other field says. The wire form
 from ``ERROR_CLASSES`` and ``fields_of``; no string surgery.
 
 Fields whose value is a ``UsageMetadata`` stay values here; the wire module converts them.
+
+Every class is spelled ``@attrs.define(auto_exc=True, slots=False)`` on the class itself (not
+through a helper) so that mypy's attrs plugin sees the fields: mutable (tracebacks), compared
+by identity.
 """
 
 from __future__ import annotations
@@ -57,12 +61,7 @@ def preview(text: str) -> str:
     return text[:_PREVIEW_EDGE] + "...[truncated]..." + text[-_PREVIEW_EDGE:]
 
 
-def _error(cls: type[Any]) -> type[Any]:
-    """Make ``cls`` an attrs exception: mutable (tracebacks), compared by identity."""
-    return attrs.define(cls, auto_exc=True, slots=False)
-
-
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class MMSPError(ValueError):
     """Base of every MMSP error. ``retryable`` says whether the same call may succeed (D48)."""
 
@@ -88,7 +87,7 @@ def fields_of(exc: MMSPError) -> dict[str, Any]:
     return values
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class UnsupportedParameterError(MMSPError):
     """A UniConfig value the client cannot send for this model; raised before any request."""
 
@@ -99,7 +98,7 @@ class UnsupportedParameterError(MMSPError):
         return f"{self.client} does not support the parameter {self.parameter!r} for this request"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class UnsupportedOperationError(MMSPError):
     """A capability the client lacks whatever the input (Bedrock, Vertex; 08 D23)."""
 
@@ -110,7 +109,7 @@ class UnsupportedOperationError(MMSPError):
         return f"{self.client} does not support {self.operation}"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class UnsupportedContentError(MMSPError):
     """A well-formed item the model cannot take (an image on a text-only model, ...)."""
 
@@ -121,7 +120,7 @@ class UnsupportedContentError(MMSPError):
         return f"{self.client} cannot send content of type {self.item_type!r} to this model"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class InvalidMessageError(MMSPError):
     """A message that cannot be sent as it is (RFC-0003 §3.3)."""
 
@@ -135,7 +134,7 @@ class InvalidMessageError(MMSPError):
         return f"{where} has nothing {self.client} can send{what}"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ApiKeyRequiredError(MMSPError):
     """No API key may be used for this client and endpoint (spec 04 §3, 08 D25)."""
 
@@ -157,7 +156,7 @@ class ApiKeyRequiredError(MMSPError):
         )
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class RoutingError(MMSPError):
     """No client can be chosen for the model and client type (spec 04 §2)."""
 
@@ -173,7 +172,7 @@ class RoutingError(MMSPError):
         )
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ConcurrentCallError(MMSPError):
     """A stateful call started while another is in flight on the same client."""
 
@@ -183,7 +182,7 @@ class ConcurrentCallError(MMSPError):
         return f"{self.client} already has a stateful call in flight"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class UnknownEventError(MMSPError):
     """Strict mode only: a wire event the machine does not know (08 D8, D51)."""
 
@@ -197,7 +196,7 @@ class UnknownEventError(MMSPError):
         return f"{self.client} received an unknown event: {self.event}"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class MalformedEventError(MMSPError):
     """A known wire event whose data is not the JSON it must be (09)."""
 
@@ -211,7 +210,7 @@ class MalformedEventError(MMSPError):
         return f"{self.client} received a malformed event: {self.event}"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class StreamLimitError(MMSPError):
     """A bounded buffer overflowed (08 D18): ``size`` bytes or characters went past ``limit``."""
 
@@ -223,7 +222,7 @@ class StreamLimitError(MMSPError):
         return f"{self.what} exceeds the limit of {self.limit} ({self.size} so far)"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class StreamProtocolError(MMSPError):
     """The client stream broke the grammar: always a client bug, never repaired (02 §7)."""
 
@@ -236,7 +235,7 @@ class StreamProtocolError(MMSPError):
         return f"{self._summary()}: {self.detail}" if self.detail else self._summary()
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ToolCallArgumentParseError(MMSPError):
     """Tool-call arguments are not a JSON object; raised in place of ``tool_call.done``."""
 
@@ -258,7 +257,7 @@ def _missing_text(missing: tuple[str, ...]) -> str:
     return " and ".join(missing) if missing else "nothing"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class IncompleteStreamError(MMSPError):
     """The stream ended without usage and/or finish reason: it was cut (RFC-0003 §5)."""
 
@@ -275,7 +274,7 @@ class IncompleteStreamError(MMSPError):
         return True
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class EmptyResponseError(MMSPError):
     """The response held no content other than thinking (RFC-0003 §5)."""
 
@@ -295,7 +294,7 @@ _RETRYABLE_WORDS: Final = ("overload", "rate_limit", "rate-limit", "ratelimit", 
 _RETRYABLE_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ProviderStreamError(MMSPError, RuntimeError):
     """The provider reported an error inside an open stream (08 D4)."""
 
@@ -318,7 +317,7 @@ class ProviderStreamError(MMSPError, RuntimeError):
         return any(word in text for word in _RETRYABLE_WORDS)
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ProviderHTTPError(MMSPError):
     """The provider answered with a non-2xx status (08 D19)."""
 
@@ -342,7 +341,7 @@ class ProviderHTTPError(MMSPError):
         )
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class ProviderConnectionError(MMSPError):
     """No response came: connecting or reading the response headers failed (08 D19)."""
 
@@ -357,7 +356,7 @@ class ProviderConnectionError(MMSPError):
         return True
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class StreamTimeoutError(MMSPError):
     """One of the four named timeouts expired (08 D22)."""
 
@@ -373,7 +372,7 @@ class StreamTimeoutError(MMSPError):
         return True
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class AbortedError(MMSPError):
     """The caller's ``AbortSignal`` fired (08 D20)."""
 
@@ -384,7 +383,7 @@ class AbortedError(MMSPError):
         return f"{self.client}: the call was aborted" + (f": {self.reason}" if self.reason else "")
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class UpstreamError(MMSPError):
     """An error an MMSP server reported to the ``mmsp`` client (RFC-0003 §7, 08 D13)."""
 
@@ -398,7 +397,7 @@ class UpstreamError(MMSPError):
         return f"{self.client} upstream error: {message}"
 
 
-@_error
+@attrs.define(auto_exc=True, slots=False)
 class WireFormatError(MMSPError):
     """Malformed MMSP JSON given to a ``*_from_wire`` function; ``path`` names the field."""
 

@@ -88,11 +88,8 @@ class PromptCaching(enum.StrEnum):
 # Content items (spec 01 §4). One class per wire type; never subclass them.
 # --------------------------------------------------------------------------------------------
 
-_item = attrs.frozen(slots=True, kw_only=False)
-
-
 @final
-@_item
+@attrs.frozen(slots=True)
 class TextDelta:
     """A fragment of answer text."""
 
@@ -102,7 +99,7 @@ class TextDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class TextDone:
     """A whole text item."""
 
@@ -112,7 +109,7 @@ class TextDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ThinkingDelta:
     """A fragment of the model's thinking."""
 
@@ -122,7 +119,7 @@ class ThinkingDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ThinkingDone:
     """A whole thinking item; its fidelity (a signature, ...) must be replayed unchanged."""
 
@@ -132,7 +129,7 @@ class ThinkingDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ToolCallDelta:
     """A fragment of a tool call: ``name`` and ``tool_call_id`` are set on the first only."""
 
@@ -144,7 +141,7 @@ class ToolCallDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ToolCallDone:
     """A whole tool call with its arguments parsed into a JSON object."""
 
@@ -156,7 +153,7 @@ class ToolCallDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class InlineDataDelta:
     """A chunk of generated media (audio arrives in chunks; every image is an item)."""
 
@@ -167,7 +164,7 @@ class InlineDataDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class InlineDataDone:
     """Whole media bytes: user input media or generated images and audio."""
 
@@ -178,7 +175,7 @@ class InlineDataDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class InlineThinkingDelta:
     """An interim "thought image" of an image model."""
 
@@ -189,7 +186,7 @@ class InlineThinkingDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class InlineThinkingDone:
     """A whole interim thought image."""
 
@@ -200,7 +197,7 @@ class InlineThinkingDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class EmbeddingDelta:
     """A whole embedding vector (one per input message)."""
 
@@ -210,7 +207,7 @@ class EmbeddingDelta:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class EmbeddingDone:
     """The embedding vector of one input message."""
 
@@ -220,7 +217,7 @@ class EmbeddingDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ToolResultDone:
     """The result of a tool call, written by the user side (no delta form, no fidelity)."""
 
@@ -232,7 +229,7 @@ class ToolResultDone:
 
 
 @final
-@_item
+@attrs.frozen(slots=True)
 class ImageUrlDone:
     """An image given by URL or ``data:`` URI, written by the user side (no fidelity)."""
 

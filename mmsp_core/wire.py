@@ -97,7 +97,7 @@ def to_wire(value: Any) -> dict[str, Any]:
             out["created_at"] = value.created_at
         return out
     if isinstance(value, UsageMetadata):
-        return _usage_to_wire(value)
+        return _usage_dict(value)
     if isinstance(value, UniConfig):
         return _config_to_wire(value)
     if isinstance(value, MMSPError):
@@ -108,8 +108,10 @@ def to_wire(value: Any) -> dict[str, Any]:
 
 
 def _usage_to_wire(usage: UsageMetadata | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
+    return None if usage is None else _usage_dict(usage)
+
+
+def _usage_dict(usage: UsageMetadata) -> dict[str, Any]:
     return {
         "cached_tokens": usage.cached_tokens,
         "prompt_tokens": usage.prompt_tokens,
@@ -321,7 +323,7 @@ def _items(value: Any, path: str) -> tuple[Item, ...]:
     readers = _ITEM_READERS
     out = []
     for i, d in enumerate(value):
-        reader = readers.get(d.get("type")) if type(d) is dict else None
+        reader = readers.get(d.get("type", "")) if type(d) is dict else None
         out.append(reader(d, f"{path}[{i}]") if reader else item_from_wire(d, f"{path}[{i}]"))
     return tuple(out)
 

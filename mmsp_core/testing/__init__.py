@@ -45,11 +45,11 @@ def run(
             pipeline.receive_data(chunk)
             while (event := pipeline.next_event()) is not NEED_DATA:
                 assert event is not END, "END before end of input"
-                events.append(event)  # type: ignore[arg-type]
+                events.append(event)
         pipeline.receive_eof()
         while (event := pipeline.next_event()) is not END:
             assert event is not NEED_DATA, "NEED_DATA after end of input"
-            events.append(event)  # type: ignore[arg-type]
+            events.append(event)
     except MMSPError as exc:
         return events, exc
     return events, None
