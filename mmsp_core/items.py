@@ -122,7 +122,9 @@ class StreamItems:
         try:
             if event.event_type == "delta":
                 if event.usage_metadata is not None or event.finish_reason is not None:
-                    raise self._protocol_error("a delta event carries usage_metadata or finish_reason")
+                    raise self._protocol_error(
+                        "a delta event carries usage_metadata or finish_reason"
+                    )
             elif event.event_type != "stop":
                 raise self._protocol_error(f"unknown event_type {event.event_type!r}")
             out: list[UniEvent] = []
@@ -155,9 +157,12 @@ class StreamItems:
             current = self._open
             self._open = None
             cut = self._usage is None or self._finish is None
-            if current is not None and current.first is not None:
-                if not (cut and current.kind.has_headers):
-                    out.append(self._done_event(current))
+            if (
+                current is not None
+                and current.first is not None
+                and not (cut and current.kind.has_headers)
+            ):
+                out.append(self._done_event(current))
             self._state = _State.ENDED
             return out
         except BaseException:

@@ -183,7 +183,9 @@ KINDS: Final[Mapping[str, Kind]] = {
             lacks_headers=_never,
             fragment=_data_fragment,
             empty_like=lambda first: InlineDataDelta(b"", first.mime_type),
-            done=lambda c, first, chunks, fid: InlineDataDone(b"".join(chunks), first.mime_type, fid),
+            done=lambda c, first, chunks, fid: InlineDataDone(
+                b"".join(chunks), first.mime_type, fid
+            ),
         ),
         Kind(
             "inline_thinking",

@@ -51,7 +51,9 @@ def concat_uni_events_to_uni_message(events: Iterable[UniEvent]) -> UniMessage:
 
 
 def _is_legacy(item: Any) -> bool:
-    return isinstance(item, Mapping) and (item.get("type") in LEGACY_TYPES or item.get("type") == _STRAY)
+    return isinstance(item, Mapping) and (
+        item.get("type") in LEGACY_TYPES or item.get("type") == _STRAY
+    )
 
 
 def _normalize_one(message: _M) -> _M:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -59,7 +60,7 @@ def chunked(draw: st.DrawFn, data: bytes) -> list[bytes]:
     """A random partition of ``data`` into chunks; empty chunks are allowed."""
     cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=min(len(data), 64) + 2)))
     bounds = [0, *cuts, len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 _json_leaf = (
@@ -180,7 +181,7 @@ def configs() -> st.SearchStrategy[UniConfig]:
 def _split_text(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=4)))
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @st.composite
