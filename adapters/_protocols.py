@@ -10,9 +10,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from . import anthropic_messages, openai_responses
+from . import anthropic_messages, openai_chat, openai_responses
 from ._spec import WireProtocol
 
-_MODULES: Final[tuple[WireProtocol, ...]] = (anthropic_messages.PROTOCOL, openai_responses.PROTOCOL)
+_MODULES: Final[tuple[WireProtocol, ...]] = (
+    anthropic_messages.PROTOCOL,
+    openai_chat.PROTOCOL,
+    openai_responses.PROTOCOL,
+)
 
 PROTOCOLS: Final[Mapping[str, WireProtocol]] = MappingProxyType({p.name: p for p in _MODULES})
