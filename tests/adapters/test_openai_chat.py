@@ -7,11 +7,35 @@ in random chunkings (``outcome_every_way``), which must all agree.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-
 from harness import FIXTURES, check_fixture, fixture_cases
+from hypothesis import HealthCheck, given, settings
+
+import adapters
+from adapters.openai_chat.machine import ChatMachine
+from mmsp_core import (
+    EmptyResponseError,
+    IncompleteStreamError,
+    MalformedEventError,
+    ProviderStreamError,
+    ToolCallArgumentParseError,
+    UnknownEventError,
+)
+from mmsp_core.model import (
+    TextDone,
+    ThinkingDone,
+    ToolCallDelta,
+    ToolCallDone,
+    UniEvent,
+    UsageMetadata,
+)
+from mmsp_core.sse import SSEEvent
+from mmsp_core.testing import assert_stream_grammar, outcome, run
+from mmsp_core.testing.strategies import chunked
 
 SOURCE = "openai-chat"
 
@@ -30,3 +54,455 @@ def test_openrouter_usage_fix_is_chosen_by_base_url() -> None:
         case.with_suffix(".via-openrouter.json"),
         base_url="https://openrouter.ai/api/v1",
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Hand-written bodies
+# --------------------------------------------------------------------------------------------
+
+
+def chunk(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish: str | None = None,
+    index: int = 0,
+    **extra: Any,
+) -> bytes:
+    """One ``data:`` event holding a chunk with one choice."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": index, "delta": delta or {}, "finish_reason": finish}],
+        **extra,
+    }
+    return data(body)
+
+
+def data(payload: Any) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {text}\n\n".encode()
+
+
+def usage_chunk(prompt: int = 10, completion: int = 5, **extra: Any) -> bytes:
+    """The ``choices: []`` chunk ``stream_options.include_usage`` asks for."""
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, **extra}
+    return data(
+        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": usage}
+    )
+
+
+def call(
+    index: int | None, *, id: str | None = None, name: str | None = None, args: str = ""
+) -> dict[str, Any]:
+    """One ``delta.tool_calls`` entry; ``None`` leaves a key out."""
+    fragment: dict[str, Any] = {"function": {"arguments": args}}
+    if index is not None:
+        fragment["index"] = index
+    if id is not None:
+        fragment["id"] = id
+        fragment["type"] = "function"
+    if name is not None:
+        fragment["function"]["name"] = name
+    return fragment
+
+
+DONE = b"data: [DONE]\n\n"
+END = chunk(finish="stop") + usage_chunk() + DONE
+TOOL_END = chunk(finish="tool_calls") + usage_chunk() + DONE
+
+
+def _decode(chunks: list[bytes], **options: Any) -> tuple[list[UniEvent], Any]:
+    ticks = iter(range(1 << 30))
+    return run(adapters.new_pipeline(SOURCE, clock=lambda: next(ticks), **options), chunks)
+
+
+def outcome_every_way(body: bytes, **options: Any) -> tuple[list[UniEvent], Any]:
+    """Decode ``body`` whole, byte by byte and in random chunkings; all must agree."""
+    events, error = _decode([body], **options)
+    whole = outcome(events, error)
+    assert outcome(*_decode([body[i : i + 1] for i in range(len(body))], **options)) == whole
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(chunked(body))
+    def random_chunkings(chunks: list[bytes]) -> None:
+        assert outcome(*_decode(chunks, **options)) == whole
+
+    random_chunkings()
+    if error is None:
+        assert_stream_grammar(events)
+    return events, error
+
+
+def done(events: list[UniEvent]) -> list[Any]:
+    """The done items of a public stream, in order."""
+    return [i for e in events for i in e.content_items if i.type.endswith(".done")]
+
+
+def stop(events: list[UniEvent]) -> UniEvent:
+    assert events[-1].event_type == "stop"
+    return events[-1]
+
+
+def test_text_then_finish_and_separate_usage_chunk() -> None:
+    body = (
+        chunk({"role": "assistant", "content": ""})
+        + chunk({"content": "Hel"})
+        + chunk({"content": "lo"})
+    )
+    events, error = outcome_every_way(body + chunk(finish="stop") + usage_chunk(12, 3) + DONE)
+    assert error is None
+    assert done(events) == [TextDone("Hello")]
+    assert stop(events).usage_metadata == UsageMetadata(None, 12, None, 3)
+    assert stop(events).finish_reason == "stop"
+
+
+def test_truncated_stream_is_incomplete() -> None:
+    events, error = outcome_every_way(chunk({"content": "Hel"}) + chunk({"content": "lo"}))
+    assert isinstance(error, IncompleteStreamError)
+    assert error.missing == ("usage_metadata", "finish_reason")
+    assert done(events) == [TextDone("Hello")]  # other open items close first (02 §7)
+
+
+def test_stream_cut_inside_a_tool_call_is_incomplete_not_a_parse_error() -> None:
+    body = chunk({"tool_calls": [call(0, id="call_a", name="f", args='{"city": "Par')]})
+    events, error = outcome_every_way(body + chunk(finish="tool_calls"))
+    assert isinstance(error, IncompleteStreamError)  # 08 D33
+    assert error.missing == ("usage_metadata",)
+    assert error.finish_reason == "tool_call"
+    assert done(events) == []
+
+
+def test_only_reasoning_is_an_empty_response() -> None:
+    body = chunk({"reasoning_content": "Let me think"}) + chunk({"reasoning_content": "..."})
+    events, error = outcome_every_way(body + END)
+    assert isinstance(error, EmptyResponseError)
+    assert error.usage_metadata == UsageMetadata(None, 10, None, 5)
+    assert done(events) == [
+        ThinkingDone("Let me think...", {"reasoning_field": "reasoning_content"})
+    ]
+
+
+def test_complete_stream_with_invalid_tool_arguments() -> None:
+    body = chunk({"tool_calls": [call(0, id="call_a", name="f", args='{"city": ')]})
+    _, error = outcome_every_way(body + TOOL_END)
+    assert isinstance(error, ToolCallArgumentParseError)
+    assert (error.tool_name, error.tool_call_id, error.raw_arguments_preview) == (
+        "f",
+        "call_a",
+        '{"city": ',
+    )
+
+
+def test_error_object_in_a_chunk_carries_the_usage_merged_so_far() -> None:
+    early = usage_chunk(7, 1, prompt_tokens_details={"cached_tokens": 3})
+    failing = data(
+        {
+            "error": {"code": 429, "type": "rate_limit", "message": "slow down"},
+            "choices": [],
+            "usage": {"completion_tokens": 4},
+        }
+    )
+    events, error = outcome_every_way(chunk({"content": "Hi"}) + early + failing + DONE)
+    assert isinstance(error, ProviderStreamError)
+    assert (error.code, error.error_type, error.provider_message) == (
+        429,
+        "rate_limit",
+        "slow down",
+    )
+    # 7 - 3 cached from the first usage, 4 completion tokens from the failing chunk (08 D36).
+    assert error.usage_metadata == UsageMetadata(3, 4, None, 4)
+    assert error.retryable
+    assert done(events) == []
+
+
+def test_error_event_frame_carries_the_usage_so_far() -> None:
+    error_json = {"error": {"message": "boom", "type": "server_error", "code": "oops"}}
+    frame = b"event: error\n" + data(error_json)
+    _, error = outcome_every_way(chunk({"content": "Hi"}) + usage_chunk(5, 2) + frame)
+    assert isinstance(error, ProviderStreamError)
+    assert (error.code, error.error_type, error.provider_message) == (
+        "oops",
+        "server_error",
+        "boom",
+    )
+    assert error.usage_metadata == UsageMetadata(None, 5, None, 2)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("upstream went away", "upstream went away"),
+        ('"overloaded"', "overloaded"),
+        ('{"message": "bare object"}', "bare object"),
+    ],
+)
+def test_error_frame_without_the_usual_envelope(payload: str, message: str) -> None:
+    _, error = outcome_every_way(f"event: error\ndata: {payload}\n\n".encode())
+    assert isinstance(error, ProviderStreamError)
+    assert error.provider_message == message
+    assert error.usage_metadata is None
+
+
+def test_parallel_tool_calls_split_by_index() -> None:
+    body = (
+        chunk({"tool_calls": [call(0, id="call_a", name="get_weather", args="")]})
+        + chunk({"tool_calls": [call(0, args='{"city":')]})
+        + chunk({"tool_calls": [call(0, args='"Paris"}')]})
+        + chunk({"tool_calls": [call(1, id="call_b", name="get_time", args='{"tz":')]})
+        + chunk({"tool_calls": [call(1, args='"CET"}')]})
+    )
+    events, error = outcome_every_way(body + TOOL_END)
+    assert error is None
+    assert done(events) == [
+        ToolCallDone("get_weather", "call_a", {"city": "Paris"}),
+        ToolCallDone("get_time", "call_b", {"tz": "CET"}),
+    ]
+    assert stop(events).finish_reason == "tool_call"
+
+
+def test_two_calls_in_one_chunk() -> None:
+    both = [
+        call(0, id="call_a", name="a", args="{}"),
+        call(1, id="call_b", name="b", args='{"x":1}'),
+    ]
+    events, error = outcome_every_way(chunk({"tool_calls": both}) + TOOL_END)
+    assert error is None
+    assert done(events) == [ToolCallDone("a", "call_a", {}), ToolCallDone("b", "call_b", {"x": 1})]
+
+
+@pytest.mark.parametrize("arguments", [None, ""])
+def test_tool_call_without_arguments_is_an_empty_object(arguments: str | None) -> None:
+    fragment: dict[str, Any] = {
+        "index": 0,
+        "id": "call_a",
+        "type": "function",
+        "function": {"name": "now"},
+    }
+    if arguments is not None:
+        fragment["function"]["arguments"] = arguments
+    events, error = outcome_every_way(chunk({"tool_calls": [fragment]}) + TOOL_END)
+    assert error is None
+    assert done(events) == [ToolCallDone("now", "call_a", {})]
+
+
+def test_gateway_repeating_name_and_id_on_every_fragment() -> None:
+    body = b"".join(
+        chunk({"tool_calls": [call(0, id="call_a", name="search", args=part)]})
+        for part in ('{"q":', ' "mmsp"', "}")
+    )
+    events, error = outcome_every_way(body + TOOL_END)
+    assert error is None
+    fragments = [i for e in events for i in e.content_items if isinstance(i, ToolCallDelta)]
+    assert [(f.name, f.tool_call_id) for f in fragments] == [
+        ("search", "call_a"),
+        ("", ""),
+        ("", ""),
+    ]  # D29, D42
+    assert done(events) == [ToolCallDone("search", "call_a", {"q": "mmsp"})]
+
+
+def test_machine_blanks_a_repeated_name_itself() -> None:
+    machine = ChatMachine(SOURCE, strict=False, base_url=None)
+    items = []
+    for part in ('{"q":', "1}"):
+        sse = SSEEvent(
+            data=json.dumps(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"tool_calls": [call(0, id="x", name="f", args=part)]},
+                        }
+                    ]
+                }
+            )
+        )
+        items += [i for e in machine.next_events(sse) for i in e.content_items]
+    assert [(i.name, i.tool_call_id) for i in items] == [("f", "x"), ("", "")]  # 08 D42
+
+
+def test_calls_without_id_get_call_n() -> None:
+    body = (
+        chunk({"tool_calls": [call(0, name="a", args="{}")]})
+        + chunk({"tool_calls": [call(1, name="b", args="{")]})
+        + chunk({"tool_calls": [call(1, args="}")]})
+    )
+    events, error = outcome_every_way(body + TOOL_END)
+    assert error is None
+    assert done(events) == [
+        ToolCallDone("a", "call_0", {}),
+        ToolCallDone("b", "call_1", {}),
+    ]  # 08 D43
+
+
+def test_without_index_or_id_a_name_begins_a_call() -> None:
+    body = (
+        chunk({"tool_calls": [call(None, name="a", args='{"n":')]})
+        + chunk({"tool_calls": [call(None, args="1}")]})
+        + chunk({"tool_calls": [call(None, name="b", args="{}")]})
+    )
+    events, error = outcome_every_way(body + TOOL_END)
+    assert error is None
+    assert done(events) == [ToolCallDone("a", "call_0", {"n": 1}), ToolCallDone("b", "call_1", {})]
+
+
+def test_a_different_id_on_the_same_index_begins_a_call() -> None:
+    body = chunk({"tool_calls": [call(0, id="x", name="a", args="{}")]}) + chunk(
+        {"tool_calls": [call(0, id="y", name="b", args="{}")]}
+    )
+    events, _ = outcome_every_way(body + TOOL_END)
+    assert done(events) == [ToolCallDone("a", "x", {}), ToolCallDone("b", "y", {})]
+
+
+def test_both_reasoning_fields_count_once_without_a_reasoning_field() -> None:
+    body = chunk({"reasoning_content": "Hm", "reasoning": "Hm"}) + chunk({"content": "ok"})
+    events, _ = outcome_every_way(body + END)
+    assert done(events) == [ThinkingDone("Hm"), TextDone("ok")]
+
+
+def test_reasoning_field_spelling_is_recorded() -> None:
+    events, _ = outcome_every_way(
+        chunk({"reasoning": "a"}) + chunk({"reasoning": "b", "content": "c"}) + END
+    )
+    assert done(events) == [ThinkingDone("ab", {"reasoning_field": "reasoning"}), TextDone("c")]
+
+
+def test_reasoning_details_take_precedence_and_encrypted_blocks_keep_their_data() -> None:
+    text = {"type": "reasoning.text", "text": "Plan", "format": "unknown", "index": 0}
+    secret = {
+        "type": "reasoning.encrypted",
+        "data": "ENC1",
+        "format": "openai-responses-v1",
+        "id": "rs_1",
+    }
+    second = {"type": "reasoning.encrypted", "data": "ENC2", "format": "openai-responses-v1"}
+    summary = {"type": "reasoning.summary", "summary": "Next", "index": 0}
+    body = (
+        chunk({"reasoning": "Plan", "reasoning_content": "Plan", "reasoning_details": [text]})
+        + chunk({"reasoning_details": [secret]})
+        + chunk({"reasoning_details": [summary, second]})
+        + chunk({"content": "done"})
+    )
+    events, error = outcome_every_way(body + END)
+    assert error is None
+    assert done(events) == [
+        ThinkingDone(
+            "Plan",
+            {"encrypted_content": "ENC1", "format": "openai-responses-v1", "reasoning_id": "rs_1"},
+        ),
+        ThinkingDone("Next", {"encrypted_content": "ENC2", "format": "openai-responses-v1"}),
+        TextDone("done"),
+    ]
+
+
+def test_refusal_is_text() -> None:
+    events, _ = outcome_every_way(
+        chunk({"content": None, "refusal": "I can't"}) + chunk({"refusal": " help"}) + END
+    )
+    assert done(events) == [TextDone("I can't help")]
+
+
+@pytest.mark.parametrize(
+    ("wire", "finish"),
+    [
+        ("stop", "stop"),
+        ("length", "length"),
+        ("tool_calls", "tool_call"),
+        ("content_filter", "stop"),
+        ("function_call", "unknown"),
+        ("insufficient_system_resource", "unknown"),
+    ],
+)
+def test_finish_reasons(wire: str, finish: str) -> None:
+    events, _ = outcome_every_way(
+        chunk({"content": "x"}) + chunk(finish=wire) + usage_chunk() + DONE
+    )
+    assert stop(events).finish_reason == finish
+
+
+def test_only_choice_zero_is_read() -> None:
+    body = (
+        chunk({"content": "zero"})
+        + chunk({"content": "one"}, index=1)
+        + chunk(finish="length", index=1)
+        + chunk(finish="stop")
+        + usage_chunk()
+        + DONE
+    )
+    events, _ = outcome_every_way(body)
+    assert done(events) == [TextDone("zero")]
+    assert stop(events).finish_reason == "stop"
+
+
+def test_usage_on_the_finish_chunk_and_again_later_is_replaced_not_summed() -> None:
+    usage = {
+        "prompt_tokens": 20,
+        "completion_tokens": 9,
+        "prompt_tokens_details": {"cached_tokens": 5},
+        "completion_tokens_details": {"reasoning_tokens": 4},
+    }
+    body = chunk({"content": "x"}) + chunk(finish="stop", usage=usage) + usage_chunk(20, 9) + DONE
+    events, _ = outcome_every_way(body)
+    # The second usage has no detail blocks: its counts replace, its nulls keep (08 D7).
+    assert stop(events).usage_metadata == UsageMetadata(5, 20, 4, 9)
+
+
+def test_usage_only_inside_x_groq() -> None:
+    groq = {"id": "req_1", "usage": {"prompt_tokens": 8, "completion_tokens": 3}}
+    events, _ = outcome_every_way(
+        chunk({"content": "x"}) + chunk(finish="stop", x_groq=groq) + DONE
+    )
+    assert stop(events).usage_metadata == UsageMetadata(None, 8, None, 3)
+
+
+def test_openrouter_fix_only_on_openrouter() -> None:
+    usage = usage_chunk(10, 2, completion_tokens_details={"reasoning_tokens": 5})
+    body = chunk({"content": "x"}) + chunk(finish="stop") + usage
+    plain, _ = outcome_every_way(body)
+    fixed, _ = outcome_every_way(body, base_url="https://openrouter.ai/api/v1")
+    assert stop(plain).usage_metadata == UsageMetadata(None, 10, 5, -3)
+    assert stop(fixed).usage_metadata == UsageMetadata(None, 10, 5, 2)
+
+
+def test_events_after_done_are_out_of_place() -> None:
+    body = chunk({"content": "x"}) + END + chunk({"content": "late"}) + DONE
+    events, error = outcome_every_way(body)
+    assert error is None
+    assert done(events) == [TextDone("x")]
+    _, strict_error = outcome_every_way(body, strict=True)
+    assert isinstance(strict_error, UnknownEventError)  # 08 D45
+
+
+def test_unknown_event_name_is_skipped_or_strict() -> None:
+    body = chunk({"content": "x"}) + b"event: ping\ndata: {}\n\n" + END
+    events, error = outcome_every_way(body)
+    assert error is None and done(events) == [TextDone("x")]
+    _, strict_error = outcome_every_way(body, strict=True)
+    assert isinstance(strict_error, UnknownEventError)
+    assert "ping" in strict_error.event
+
+
+def test_heartbeat_chunks_without_choices_are_empty() -> None:
+    heartbeat = data({"id": "", "choices": None}) + data({"id": ""})
+    events, error = outcome_every_way(heartbeat + chunk({"content": "x"}) + heartbeat + END)
+    assert error is None and done(events) == [TextDone("x")]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json",
+        "[1, 2]",
+        '{"choices": "nope"}',
+        '{"choices": [{"index": 0, "delta": {"content": 5}}]}',
+        '{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0"}]}}]}',
+        '{"choices": [{"index": 0, "delta": {}}], "usage": {"prompt_tokens": true}}',
+        '{"choices": [7]}',
+    ],
+)
+def test_malformed_chunks(bad: str) -> None:
+    _, error = outcome_every_way(chunk({"content": "x"}) + data(bad) + END)
+    assert isinstance(error, MalformedEventError)
+    assert error.detail
