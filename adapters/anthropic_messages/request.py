@@ -283,11 +283,12 @@ def check_config(client: str, model: str, config: UniConfig) -> None:
     _convert_config(client, model, config)
 
 
-def _image(client: str, url: str, message_index: int, item_type: str) -> dict[str, Any]:
+def _image(client: str, url: str, message_index: int) -> dict[str, Any]:
     """An ``image`` block: a data URI as a base64 source, an http(s) URL as a url source (05 §5).
 
     Raises:
-        InvalidMessageError: a malformed data URI, or a URL that is neither (``item_type``).
+        InvalidMessageError: a malformed data URI, or a URL that is neither
+            (``item_type="image_url"``, spec 03 §2).
     """
     parsed = parse_data_uri(client, url, message_index)
     if parsed is not None:
@@ -296,7 +297,7 @@ def _image(client: str, url: str, message_index: int, item_type: str) -> dict[st
         return {"type": "image", "source": source}
     if not url.startswith(("http://", "https://")):
         raise InvalidMessageError(
-            client, item_type, message_index, detail="an image must be an http(s) URL or data URI"
+            client, "image_url", message_index, detail="an image must be an http(s) URL or data URI"
         )
     return {"type": "image", "source": {"type": "url", "url": url}}
 
@@ -330,7 +331,7 @@ def _content(client: str, message: UniMessage, index: int) -> list[dict[str, Any
         if isinstance(item, TextDone):
             blocks.append({"type": "text", "text": item.text})
         elif isinstance(item, ImageUrlDone):
-            blocks.append(_image(client, item.image_url, index, item.type))
+            blocks.append(_image(client, item.image_url, index))
         elif isinstance(item, ThinkingDone):
             replay = _thinking_replay(client, item)
             if replay is not None:
@@ -347,9 +348,9 @@ def _content(client: str, message: UniMessage, index: int) -> list[dict[str, Any
         elif isinstance(item, ToolResultDone):
             if not item.tool_call_id:
                 raise InvalidMessageError(
-                    client, item.type, index, detail="a tool result needs its tool_call_id"
+                    client, "tool_result", index, detail="a tool result needs its tool_call_id"
                 )
-            images = [_image(client, url, index, item.type) for url in item.images or ()]
+            images = [_image(client, url, index) for url in item.images or ()]
             blocks.append(
                 {
                     "type": "tool_result",
@@ -358,9 +359,10 @@ def _content(client: str, message: UniMessage, index: int) -> list[dict[str, Any
                 }
             )
         else:
-            item_type = getattr(item, "type", type(item).__name__)
+            # The item kind, as spec 03 names it: "inline_data", not "inline_data.done".
+            kind = str(getattr(item, "type", type(item).__name__)).partition(".")[0]
             raise InvalidMessageError(
-                client, str(item_type), index, detail="Anthropic Messages cannot take this item"
+                client, kind, index, detail="Anthropic Messages cannot take this item"
             )
     if not blocks:
         raise InvalidMessageError(client, None, index, detail="nothing sendable is left")

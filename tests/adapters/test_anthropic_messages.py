@@ -1,0 +1,741 @@
+"""The Anthropic Messages machine and renderer (spec 06 §1, 02, 08 D4, D33, D34, D45, D49, D51).
+
+Recorded bodies run through ``check_fixture``; hand-written bodies run whole, byte by byte
+and in random chunkings (``outcome_every_way``), which must all agree.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import check_fixture, fixture_cases
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import adapters
+from adapters.anthropic_messages import AnthropicMessagesMachine
+from adapters.anthropic_messages.machine import SKIPPED_BLOCK_TYPES
+from mmsp_core import (
+    EmptyResponseError,
+    IncompleteStreamError,
+    MalformedEventError,
+    ProviderStreamError,
+    ToolCallArgumentParseError,
+    UnknownEventError,
+    to_wire,
+)
+from mmsp_core.model import (
+    DoneItem,
+    FinishReason,
+    TextDone,
+    ThinkingDelta,
+    ThinkingDone,
+    ToolCallDelta,
+    ToolCallDone,
+    UniEvent,
+    UsageMetadata,
+)
+from mmsp_core.sse import SSEEvent
+from mmsp_core.testing import assert_stream_grammar, outcome, run
+from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, json_objects, usage
+
+SOURCE = "ant-messages"
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def frame(name: str, payload: Any) -> bytes:
+    """One SSE event as the API frames it."""
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+def message_start(**usage_fields: int) -> bytes:
+    usage_obj = usage_fields or {"input_tokens": 10, "output_tokens": 1}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "usage": usage_obj,
+    }
+    return frame("message_start", {"type": "message_start", "message": message})
+
+
+def block_start(index: int, block: dict[str, Any]) -> bytes:
+    return frame(
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": block},
+    )
+
+
+def block_delta(index: int, delta: dict[str, Any]) -> bytes:
+    return frame(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    )
+
+
+def block_stop(index: int) -> bytes:
+    return frame("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+def text_block(index: int, *parts: str) -> bytes:
+    deltas = b"".join(block_delta(index, {"type": "text_delta", "text": p}) for p in parts)
+    return block_start(index, {"type": "text", "text": ""}) + deltas + block_stop(index)
+
+
+def tool_block(index: int, name: str, call_id: str, *parts: str, stop: bool = True) -> bytes:
+    body = block_start(index, {"type": "tool_use", "id": call_id, "name": name, "input": {}})
+    for part in parts:
+        body += block_delta(index, {"type": "input_json_delta", "partial_json": part})
+    return body + (block_stop(index) if stop else b"")
+
+
+def message_delta(stop_reason: str | None, **usage_fields: Any) -> bytes:
+    payload: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+    }
+    payload["usage"] = usage_fields or {"output_tokens": 5}
+    return frame("message_delta", payload)
+
+
+MESSAGE_STOP = frame("message_stop", {"type": "message_stop"})
+PING = frame("ping", '{"type": "ping"}')
+
+
+def finished(*blocks: bytes, stop_reason: str = "end_turn") -> bytes:
+    return message_start() + b"".join(blocks) + message_delta(stop_reason) + MESSAGE_STOP
+
+
+def _decode(body: bytes, chunks: list[bytes], **options: Any) -> tuple[list[UniEvent], Any]:
+    ticks = iter(range(1 << 30))
+    pipeline = adapters.new_pipeline(SOURCE, clock=lambda: next(ticks), **options)
+    return run(pipeline, chunks)
+
+
+def outcome_every_way(body: bytes, **options: Any) -> tuple[list[UniEvent], Any]:
+    """Decode ``body`` whole, byte by byte and in random chunkings; all must agree.
+
+    Returns the events and error of the whole run.
+    """
+    events, error = _decode(body, [body], **options)
+    whole = outcome(events, error)
+    bytewise = [body[i : i + 1] for i in range(len(body))]
+    assert outcome(*_decode(body, bytewise, **options)) == whole
+
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(chunked(body))
+    def random_chunkings(chunks: list[bytes]) -> None:
+        assert outcome(*_decode(body, chunks, **options)) == whole
+
+    random_chunkings()
+    return events, error
+
+
+def done(events: list[UniEvent]) -> list[dict[str, Any]]:
+    return [
+        to_wire(e.content_items[0])
+        for e in events
+        if e.event_type == "delta" and e.content_items[0].type.endswith(".done")
+    ]
+
+
+def stop_of(events: list[UniEvent]) -> UniEvent:
+    assert_stream_grammar(events)
+    return events[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Recorded bodies
+# --------------------------------------------------------------------------------------------
+
+CASES = fixture_cases("anthropic-messages")
+
+
+def test_every_recorded_body_has_an_expected_file() -> None:
+    assert len(CASES) == 15
+    for case in CASES:
+        assert case.with_suffix(".expected.json").exists(), case.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_recorded_body(case: Path) -> None:
+    check_fixture(SOURCE, case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_both_clients_read_the_same_stream(case: Path) -> None:
+    """One machine serves both client types (08 D32): only the client name differs."""
+    body = case.read_bytes()
+    ours, our_error = _decode(body, [body])
+    ticks = iter(range(1 << 30))
+    official = adapters.new_pipeline("anthropic-official", clock=lambda: next(ticks))
+    theirs, their_error = run(official, [body])
+    assert [to_wire(e) for e in theirs] == [to_wire(e) for e in ours]
+    assert type(their_error) is type(our_error)
+    if their_error is not None:
+        assert their_error.client == "anthropic-official"  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------------
+# The machine's client stream (02 §2.1)
+# --------------------------------------------------------------------------------------------
+
+
+def _machine_events(body: bytes, *, strict: bool = False) -> list[list[UniEvent]]:
+    machine = AnthropicMessagesMachine(SOURCE, strict=strict, base_url=None)
+    out = []
+    for block in body.split(b"\n\n")[:-1]:
+        name_line, data_line = block.decode().split("\n")
+        out.append(machine.next_events(SSEEvent(name_line[7:], data_line[6:])))
+    return out
+
+
+def test_one_client_event_per_wire_event() -> None:
+    body = finished(PING, tool_block(0, "f", "toolu_1", "", '{"a":', "1}"))
+    per_event = _machine_events(body)
+    assert all(len(events) == 1 for events in per_event)
+    events = [e for [e] in per_event]
+    start, ping, tool_start, empty_args, args1, args2, stop, delta, msg_stop = events
+    assert start == UniEvent("stop", usage_metadata=UsageMetadata(None, 10, None, None))
+    assert ping == UniEvent("delta")
+    assert tool_start.content_items == (ToolCallDelta("f", "toolu_1", "", {"item_id": "0"}),)
+    assert args1.content_items == (ToolCallDelta("", "", '{"a":', {"item_id": "0"}),)
+    assert args2.content_items == (ToolCallDelta("", "", "1}", {"item_id": "0"}),)
+    assert empty_args.content_items == (ToolCallDelta("", "", "", {"item_id": "0"}),)
+    assert stop == UniEvent("delta")
+    assert delta == UniEvent(
+        "stop", usage_metadata=UsageMetadata(None, None, None, 5), finish_reason=FinishReason.STOP
+    )
+    assert msg_stop == UniEvent("delta")
+
+
+def test_thinking_items_carry_the_block_index() -> None:
+    body = finished(
+        block_start(3, {"type": "thinking", "thinking": "", "signature": ""}),
+        block_delta(3, {"type": "thinking_delta", "thinking": "hm"}),
+        block_delta(3, {"type": "signature_delta", "signature": "SIG"}),
+        block_start(4, {"type": "redacted_thinking", "data": "DATA"}),
+    )
+    events = [e for [e] in _machine_events(body)]
+    assert events[1] == UniEvent("delta")
+    assert events[2].content_items == (ThinkingDelta("hm", {"item_id": "3"}),)
+    assert events[3].content_items == (ThinkingDelta("", {"item_id": "3", "signature": "SIG"}),)
+    assert events[4].content_items == (
+        ThinkingDelta("_REDACTED_THINKING", {"item_id": "4", "signature": "DATA"}),
+    )
+
+
+def test_finish_does_not_decide_completeness() -> None:
+    machine = AnthropicMessagesMachine(SOURCE, strict=True, base_url=None)
+    assert machine.finish() == []
+
+
+def test_a_failed_machine_refuses_more_input() -> None:
+    machine = AnthropicMessagesMachine(SOURCE, strict=False, base_url=None)
+    with pytest.raises(MalformedEventError):
+        machine.next_events(SSEEvent("message_start", "{"))
+    with pytest.raises(RuntimeError):
+        machine.next_events(SSEEvent("ping", "{}"))
+
+
+# --------------------------------------------------------------------------------------------
+# Stream endings (02 §7, 08 D4, D33)
+# --------------------------------------------------------------------------------------------
+
+
+def test_truncated_stream_closes_the_text_then_raises_incomplete() -> None:
+    body = message_start() + text_block(0, "Hel", "lo")
+    cut = body + b'event: message_delta\ndata: {"type":'  # cut inside the next event
+    events, error = outcome_every_way(cut)
+    assert done(events) == [{"type": "text.done", "text": "Hello"}]
+    assert isinstance(error, IncompleteStreamError)
+    assert error.missing == ("finish_reason",)
+    assert error.usage_metadata == UsageMetadata(None, 10, None, None)
+    assert error.retryable
+
+
+def test_stream_cut_inside_a_tool_call_is_incomplete_not_a_parse_error() -> None:
+    body = (
+        message_start() + text_block(0, "Let me") + tool_block(1, "f", "t1", '{"a": "x', stop=False)
+    )
+    events, error = outcome_every_way(body)
+    assert done(events) == [{"type": "text.done", "text": "Let me"}]
+    assert isinstance(error, IncompleteStreamError)
+    assert error.missing == ("finish_reason",)
+
+
+def test_stream_without_any_usage_is_incomplete() -> None:
+    start = {"type": "message_start", "message": {"id": "m", "content": []}}
+    body = frame("message_start", start) + text_block(0, "hi")
+    body += frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+    _, error = outcome_every_way(body + MESSAGE_STOP)
+    assert isinstance(error, IncompleteStreamError)
+    assert error.missing == ("usage_metadata",)
+    assert error.finish_reason == "stop"
+
+
+def test_only_thinking_is_an_empty_response() -> None:
+    thinking = (
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""})
+        + block_delta(0, {"type": "thinking_delta", "thinking": "Let me think"})
+        + block_delta(0, {"type": "signature_delta", "signature": "S"})
+        + block_stop(0)
+    )
+    events, error = outcome_every_way(finished(thinking))
+    assert done(events) == [
+        {"type": "thinking.done", "thinking": "Let me think", "fidelity": {"signature": "S"}}
+    ]
+    assert isinstance(error, EmptyResponseError)
+    assert error.finish_reason == "stop"
+    assert error.usage_metadata == UsageMetadata(None, 10, None, 5)
+
+
+@pytest.mark.parametrize("arguments", ['{"a": ', "[1, 2]", '"text"'])
+def test_bad_tool_arguments_at_message_end(arguments: str) -> None:
+    body = finished(
+        text_block(0, "ok"), tool_block(1, "f", "t1", arguments), stop_reason="tool_use"
+    )
+    events, error = outcome_every_way(body)
+    assert done(events) == [{"type": "text.done", "text": "ok"}]
+    assert isinstance(error, ToolCallArgumentParseError)
+    assert (error.tool_name, error.tool_call_id) == ("f", "t1")
+    assert error.raw_arguments_length == len(arguments)
+
+
+def test_in_stream_error_carries_the_usage_so_far() -> None:
+    error_event = frame(
+        "error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    )
+    body = (
+        message_start(input_tokens=7, cache_read_input_tokens=3)
+        + block_start(0, {"type": "text", "text": ""})
+        + block_delta(0, {"type": "text_delta", "text": "Hi"})
+        + error_event
+        + MESSAGE_STOP
+    )
+    events, error = outcome_every_way(body)
+    assert [to_wire(e.content_items[0]) for e in events] == [{"type": "text.delta", "text": "Hi"}]
+    assert isinstance(error, ProviderStreamError)
+    assert (error.error_type, error.provider_message) == ("overloaded_error", "Overloaded")
+    assert error.usage_metadata == UsageMetadata(3, 7, None, None)
+    assert error.client == SOURCE
+    assert error.retryable
+
+
+def test_error_before_anything_has_no_usage_and_may_not_be_retryable() -> None:
+    body = frame(
+        "error", {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
+    )
+    events, error = outcome_every_way(body)
+    assert events == []
+    assert isinstance(error, ProviderStreamError)
+    assert error.usage_metadata is None
+    assert not error.retryable
+
+
+def test_error_with_a_bare_message() -> None:
+    _, error = outcome_every_way(message_start() + frame("error", {"error": "gateway down"}))
+    assert isinstance(error, ProviderStreamError)
+    assert (error.error_type, error.provider_message) == (None, "gateway down")
+
+
+# --------------------------------------------------------------------------------------------
+# Tool calls, skipped blocks, unknown events (08 D34, D45, D51)
+# --------------------------------------------------------------------------------------------
+
+
+def test_parallel_tool_calls() -> None:
+    body = finished(
+        tool_block(0, "get_weather", "toolu_a", "", '{"city": "Par', 'is", "days": [1, 2]}'),
+        tool_block(1, "get_time", "toolu_b", "", '{"tz": {"name": "CET"}}'),
+        tool_block(2, "noop", "toolu_c", ""),
+        stop_reason="tool_use",
+    )
+    events, error = outcome_every_way(body)
+    assert error is None
+    assert done(events) == [
+        {
+            "type": "tool_call.done",
+            "name": "get_weather",
+            "tool_call_id": "toolu_a",
+            "arguments": {"city": "Paris", "days": [1, 2]},
+        },
+        {
+            "type": "tool_call.done",
+            "name": "get_time",
+            "tool_call_id": "toolu_b",
+            "arguments": {"tz": {"name": "CET"}},
+        },
+        {"type": "tool_call.done", "name": "noop", "tool_call_id": "toolu_c", "arguments": {}},
+    ]
+    assert stop_of(events).finish_reason == "tool_call"
+
+
+def test_tool_call_without_any_argument_fragment_is_an_empty_object() -> None:
+    events, error = outcome_every_way(finished(tool_block(0, "f", "t1"), stop_reason="tool_use"))
+    assert error is None
+    assert done(events) == [
+        {"type": "tool_call.done", "name": "f", "tool_call_id": "t1", "arguments": {}}
+    ]
+
+
+SERVER_BLOCKS = (
+    block_start(
+        1, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    )
+    + block_delta(1, {"type": "input_json_delta", "partial_json": '{"query": "x"}'})
+    + block_stop(1)
+    + block_start(2, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []})
+    + block_stop(2)
+    + block_start(3, {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "m", "input": {}})
+    + block_delta(3, {"type": "input_json_delta", "partial_json": "{}"})
+    + block_stop(3)
+    + block_start(4, {"type": "compaction", "content": None})
+    + block_delta(4, {"type": "compaction_delta", "content": "summary"})
+    + block_stop(4)
+)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_server_tool_blocks_are_skipped_in_both_modes(strict: bool) -> None:
+    body = finished(text_block(0, "Searching."), SERVER_BLOCKS, text_block(5, "Found it."))
+    events, error = outcome_every_way(body, strict=strict)
+    assert error is None
+    assert done(events) == [
+        {"type": "text.done", "text": "Searching."},
+        {"type": "text.done", "text": "Found it."},
+    ]
+
+
+def test_the_skipped_block_list_names_the_recorded_server_blocks() -> None:
+    recorded = {
+        "server_tool_use",
+        "web_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "bash_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+        "compaction",
+    }
+    assert recorded <= SKIPPED_BLOCK_TYPES
+
+
+UNKNOWN_BLOCK = (
+    block_start(1, {"type": "hologram", "payload": 1})
+    + block_delta(1, {"type": "text_delta", "text": "not ours"})
+    + block_stop(1)
+)
+
+
+def test_unknown_block_type_is_skipped_with_its_deltas() -> None:
+    events, error = outcome_every_way(finished(text_block(0, "a"), UNKNOWN_BLOCK))
+    assert error is None
+    assert done(events) == [{"type": "text.done", "text": "a"}]
+
+
+def test_unknown_block_type_raises_in_strict_mode() -> None:
+    events, error = outcome_every_way(finished(text_block(0, "a"), UNKNOWN_BLOCK), strict=True)
+    assert isinstance(error, UnknownEventError)
+    assert "hologram" in error.event
+    assert [to_wire(e.content_items[0]) for e in events] == [{"type": "text.delta", "text": "a"}]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_unknown_delta_types_and_citations_are_skipped_in_both_modes(strict: bool) -> None:
+    block = (
+        block_start(0, {"type": "text", "text": ""})
+        + block_delta(0, {"type": "text_delta", "text": "Paris"})
+        + block_delta(0, {"type": "citations_delta", "citation": {"type": "web_search_result"}})
+        + block_delta(0, {"type": "sparkle_delta", "x": 1})
+        + block_delta(0, {"type": "text_delta", "text": " is big"})
+        + block_stop(0)
+    )
+    events, error = outcome_every_way(finished(block), strict=strict)
+    assert error is None
+    assert done(events) == [{"type": "text.done", "text": "Paris is big"}]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_pings_and_sdk_helper_names_are_skipped_everywhere(strict: bool) -> None:
+    helper = frame("text", {"type": "text", "text": "x", "snapshot": "x"})
+    body = PING + message_start() + PING + helper + text_block(0, "hi") + PING
+    body += message_delta("end_turn") + MESSAGE_STOP + PING
+    events, error = outcome_every_way(body, strict=strict)
+    assert error is None
+    assert done(events) == [{"type": "text.done", "text": "hi"}]
+
+
+OUT_OF_PLACE = {
+    "delta before message_start": text_block(0, "early") + finished(text_block(1, "ok")),
+    "delta of a block never opened": finished(
+        text_block(0, "ok"), block_delta(7, {"type": "text_delta", "text": "stray"})
+    ),
+    "stop of a block never opened": finished(text_block(0, "ok"), block_stop(9)),
+    "block index opened twice": finished(
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "ok"}),
+        block_start(0, {"type": "tool_use", "id": "t", "name": "f", "input": {}}),
+    ),
+    "text delta inside a tool call": finished(
+        text_block(0, "ok"),
+        tool_block(1, "f", "t1", "{}", stop=False)
+        + block_delta(1, {"type": "text_delta", "text": "stray"})
+        + block_stop(1),
+        stop_reason="tool_use",
+    ),
+    "event after message_stop": finished(text_block(0, "ok")) + text_block(1, "late"),
+    "second message_start": finished(text_block(0, "ok")) + message_start(),
+}
+
+
+@pytest.mark.parametrize("body", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
+def test_known_events_out_of_place_are_skipped(body: bytes) -> None:
+    events, error = outcome_every_way(body)
+    assert error is None
+    assert "stray" not in json.dumps(done(events)) and "late" not in json.dumps(done(events))
+    assert {"type": "text.done", "text": "ok"} in done(events)
+
+
+@pytest.mark.parametrize("body", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
+def test_known_events_out_of_place_raise_in_strict_mode(body: bytes) -> None:
+    _, error = outcome_every_way(body, strict=True)
+    assert isinstance(error, UnknownEventError)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        frame("content_block_delta", "{not json"),
+        frame("content_block_delta", "[1, 2]"),
+        frame(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": "0",
+                "delta": {"type": "text_delta", "text": "x"},
+            },
+        ),
+        frame(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}},
+        ),
+        frame(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": True,
+                "delta": {"type": "text_delta", "text": "x"},
+            },
+        ),
+        frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": 1}}),
+        frame(
+            "message_delta", {"type": "message_delta", "delta": {}, "usage": {"output_tokens": "5"}}
+        ),
+        frame(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "name": "f"},
+            },
+        ),
+    ],
+)
+def test_malformed_data_of_a_known_event(bad: bytes) -> None:
+    body = message_start() + block_start(0, {"type": "text", "text": ""}) + bad
+    _, error = outcome_every_way(body)
+    assert isinstance(error, MalformedEventError)
+
+
+# --------------------------------------------------------------------------------------------
+# Finish reasons and usage (06 §1, §7, 08 D7)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "finish"),
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("max_tokens", "length"),
+        ("tool_use", "tool_call"),
+        ("pause_turn", "unknown"),
+        ("refusal", "unknown"),
+        ("model_context_window_exceeded", "unknown"),
+    ],
+)
+def test_finish_reasons(stop_reason: str, finish: str) -> None:
+    events, error = outcome_every_way(finished(text_block(0, "x"), stop_reason=stop_reason))
+    assert error is None
+    assert stop_of(events).finish_reason == finish
+
+
+def test_usage_formula_cache_creation_and_thinking() -> None:
+    body = message_start(
+        input_tokens=100,
+        cache_creation_input_tokens=20,
+        cache_read_input_tokens=300,
+        output_tokens=1,
+    )
+    body += text_block(0, "x")
+    body += message_delta(
+        "end_turn", output_tokens=50, output_tokens_details={"thinking_tokens": 30}
+    )
+    events, error = outcome_every_way(body + MESSAGE_STOP)
+    assert error is None
+    # cached = 300; prompt = 100 + 20; thoughts = 30; response = 50 - 30.
+    assert stop_of(events).usage_metadata == UsageMetadata(300, 120, 30, 20)
+
+
+def test_later_usage_replaces_earlier_counts_field_by_field() -> None:
+    body = message_start(input_tokens=43, cache_read_input_tokens=5) + text_block(0, "x")
+    body += message_delta("end_turn", input_tokens=61, output_tokens=2) + MESSAGE_STOP
+    events, _ = outcome_every_way(body)
+    assert stop_of(events).usage_metadata == UsageMetadata(5, 61, None, 2)
+
+
+NEGATIVE = (
+    message_start(input_tokens=10)
+    + text_block(0, "x")
+    + message_delta("end_turn", output_tokens=4, output_tokens_details={"thinking_tokens": 9})
+    + MESSAGE_STOP
+)
+
+
+def test_openrouter_fix_adds_thinking_back_to_a_negative_response() -> None:
+    events, _ = outcome_every_way(NEGATIVE, base_url="https://openrouter.ai/api")
+    assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, 4)
+
+
+def test_no_openrouter_fix_elsewhere() -> None:
+    events, _ = outcome_every_way(NEGATIVE, base_url="https://api.anthropic.com")
+    assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, -5)
+
+
+# --------------------------------------------------------------------------------------------
+# Renderer round trip (08 D49): what decode gives back after the documented normalisation.
+# --------------------------------------------------------------------------------------------
+
+
+def carried(item: DoneItem) -> DoneItem | None:
+    """The item ``decode(render(...))`` gives back, per the render module's docstring."""
+    if isinstance(item, TextDone):
+        return TextDone(item.text) if item.text else None
+    if isinstance(item, ThinkingDone):
+        signature = (item.fidelity or {}).get("signature")
+        fidelity = {"signature": signature} if isinstance(signature, str) else None
+        if not item.thinking and fidelity is None:
+            return None
+        return ThinkingDone(item.thinking, fidelity)
+    if isinstance(item, ToolCallDone):
+        arguments = json.loads(json.dumps(item.arguments))
+        return ToolCallDone(item.name, item.tool_call_id, arguments)
+    return None
+
+
+_ids = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=12)
+_signature = st.fixed_dictionaries({"signature": st.text(max_size=40)})
+anthropic_items = st.one_of(
+    st.builds(TextDone, st.text(max_size=200)),
+    st.builds(ThinkingDone, st.text(max_size=200), st.none() | _signature),
+    st.builds(ThinkingDone, st.just("_REDACTED_THINKING"), st.none() | _signature),
+    st.builds(ToolCallDone, _ids, _ids, json_objects()),
+    done_items(),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(anthropic_items, max_size=6),
+    counts=usage(),
+    finish=finish_reasons(),
+    fragment_size=st.none() | st.integers(1, 40),
+    data=st.data(),
+)
+def test_render_then_decode_round_trips(
+    items: list[DoneItem],
+    counts: UsageMetadata,
+    finish: FinishReason,
+    fragment_size: int | None,
+    data: st.DataObject,
+) -> None:
+    body = adapters.render(
+        SOURCE, items, counts, finish, model="claude-x", fragment_size=fragment_size
+    )
+    events, error = _decode(body, data.draw(chunked(body)))
+    expected = [to_wire(c) for c in map(carried, items) if c is not None]
+    assert done(events) == expected
+    if all(item["type"] == "thinking.done" for item in expected):
+        assert isinstance(error, EmptyResponseError)
+        assert (error.usage_metadata, error.finish_reason) == (counts, finish)
+        return
+    assert error is None
+    stop = stop_of(events)
+    assert (stop.usage_metadata, stop.finish_reason) == (counts, finish)
+
+
+def test_render_splits_each_item_into_fragments_of_the_given_size() -> None:
+    items = [TextDone("abcdefg"), ToolCallDone("f", "t", {"k": "vv"})]
+    body = adapters.render(
+        SOURCE, items, UsageMetadata(0, 1, None, 2), FinishReason.TOOL_CALL, fragment_size=3
+    )
+    events, error = _decode(body, [body])
+    assert error is None
+    fragments = [
+        to_wire(e.content_items[0])
+        for e in events[:-1]
+        if e.content_items[0].type.endswith(".delta")
+    ]
+    assert [f.get("text", f.get("arguments")) for f in fragments] == [
+        "abc",
+        "def",
+        "g",
+        "",
+        '{"k',
+        '":"',
+        'vv"',
+        "}",
+    ]
+
+
+def test_render_uses_the_real_event_names() -> None:
+    items = [
+        ThinkingDone("t", {"signature": "S"}),
+        ThinkingDone("_REDACTED_THINKING", {"signature": "R"}),
+        TextDone("x"),
+    ]
+    body = adapters.render(SOURCE, items, UsageMetadata(), FinishReason.UNKNOWN, model="m")
+    names = [line[7:] for line in body.decode().splitlines() if line.startswith("event: ")]
+    assert names == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert b'"signature_delta"' in body and b'"redacted_thinking","data":"R"' in body
+    assert b'"stop_reason":"pause_turn"' in body and b'"model":"m"' in body
+
+
+def test_render_rejects_a_fragment_size_below_one() -> None:
+    with pytest.raises(ValueError, match="fragment_size"):
+        adapters.render(SOURCE, [TextDone("x")], UsageMetadata(), "stop", fragment_size=0)
