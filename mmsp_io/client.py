@@ -1,0 +1,592 @@
+"""``AutoLLMClient``: one client for every client type, streaming through ``open_stream`` (09).
+
+What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
+
+1. Preflight, before any I/O, on copies: dict messages are legacy-normalised and read
+   (``adapters.coerce_messages``: ``InvalidMessageError`` chained from ``WireFormatError``),
+   ``created_at`` is stamped from the real clock where missing, and a message without items is
+   refused with ``InvalidMessageError(message_index=i)``.
+2. An already aborted signal raises ``AbortedError`` without any request.
+3. The config is read and checked (``adapters.check_config``), the ``trace_id`` checked for
+   containment (08 D24); then remote images are fetched for the client types whose builder
+   needs their bytes (08 D37); then ``adapters.build_request`` builds the request, to which
+   the credentials and ``default_headers`` are added.
+4. The request is streamed through ``open_stream`` with a fresh pipeline. Connection
+   failures, 429, 5xx and in-stream overload errors before the first event are retried up to
+   ``max_retries`` times with jittered exponential backoff honouring ``Retry-After`` (08 D21);
+   once an event has been yielded nothing is retried.
+5. At the stop the assistant message is assembled from the done items; the trace is written
+   (a failure is a logged warning, 08 D27) and the stateful turn recorded, both before the
+   stop is yielded (spec 02 §9).
+
+The key-safety rule (spec 04 §3, 08 D16, D25): the environment's key goes only to the
+environment's endpoint or the vendor default; a ``base_url`` given in code needs its
+``api_key`` given in code (else ``ApiKeyRequiredError`` at construction). Keys never appear in
+an exception message, a ``repr``, a log line or a trace file: provider text that echoes a key
+is redacted from the errors raised here.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+import attrs
+import httpx
+
+import adapters
+from adapters.clients import (
+    check_endpoint,
+    client_spec,
+    environment_key_allowed,
+    join_url,
+    list_models_path,
+    needs_image_bytes,
+    parse_model_page,
+)
+from mmsp_core.errors import (
+    AbortedError,
+    ApiKeyRequiredError,
+    ConcurrentCallError,
+    InvalidMessageError,
+    MMSPError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderStreamError,
+    RoutingError,
+    StreamLimitError,
+    StreamTimeoutError,
+    UpstreamError,
+    preview,
+)
+from mmsp_core.messages import concat_uni_events_to_uni_message
+from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, UniMessage
+
+from . import tracer
+from .abort import AbortSignal, abortable
+from .driver import ErrorForStatus, Timeouts, fetch_body, open_stream
+
+__all__ = ["IMAGE_LIMIT", "AutoLLMClient"]
+
+_logger = logging.getLogger("mmsp_io")
+
+#: The largest remote image fetched for a builder (08 D37).
+IMAGE_LIMIT: Final = 20 * 1024 * 1024
+#: The largest ``list_models`` page read, and how many pages are followed (spec 04 §5).
+_MODEL_PAGE_LIMIT: Final = 16 * 1024 * 1024
+_MAX_MODEL_PAGES: Final = 100
+#: Connection pool of the client's own ``httpx.AsyncClient``.
+_POOL_LIMITS: Final = httpx.Limits(
+    max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0
+)
+#: Backoff between retries (08 D21): ``base * 2**attempt`` seconds, capped, with jitter.
+_RETRY_BASE: Final = 0.5
+_RETRY_CAP: Final = 8.0
+#: A provider asking to wait longer than this is not retried: the error goes to the caller.
+_RETRY_AFTER_CAP: Final = 60.0
+#: Values of ``MMSP_DEBUG`` that leave strict mode off (spec 02 §2.1).
+_FALSE_WORDS: Final = frozenset({"", "0", "false", "no", "off"})
+#: Shown instead of a key that a provider echoed back in an error.
+_REDACTED: Final = "[redacted]"
+
+
+def _now_ms() -> int:
+    """The real clock, Unix milliseconds (09)."""
+    return time.time_ns() // 1_000_000
+
+
+def _env(name: str) -> str | None:
+    """An environment variable; an empty one counts as unset."""
+    return os.environ.get(name) or None
+
+
+def _debug_from_environment() -> bool:
+    """``MMSP_DEBUG`` is on unless unset or one of ``""``, 0, false, no, off (02 §2.1)."""
+    return os.environ.get("MMSP_DEBUG", "").strip().lower() not in _FALSE_WORDS
+
+
+def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Later layers replace earlier headers of the same name, case-insensitively."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer:
+            merged[name.lower()] = (name, value)
+    return tuple(merged.values())
+
+
+def _redact(exc: BaseException, secret: str) -> None:
+    """Replace ``secret`` in every text field of an MMSP error (08 D16)."""
+    if not isinstance(exc, MMSPError):
+        return
+    for field in attrs.fields(type(exc)):
+        value = getattr(exc, field.name)
+        if isinstance(value, str) and secret in value:
+            setattr(exc, field.name, value.replace(secret, _REDACTED))
+    exc.args = tuple(
+        arg.replace(secret, _REDACTED) if isinstance(arg, str) else arg for arg in exc.args
+    )
+
+
+def _retry_delay(attempt: int, exc: MMSPError) -> float | None:
+    """Seconds to wait before retry ``attempt + 1``, or ``None`` for no retry (08 D21).
+
+    Retried before the first event only: connection failures, HTTP 408/409/429/5xx and
+    in-stream overload or rate-limit errors (their ``retryable``). A ``Retry-After`` is
+    honoured; one longer than a minute ends the retries.
+    """
+    if not isinstance(exc, ProviderConnectionError | ProviderHTTPError | ProviderStreamError):
+        return None
+    if not exc.retryable:
+        return None
+    retry_after: float | None = exc.retry_after if isinstance(exc, ProviderHTTPError) else None
+    if retry_after is not None:
+        return retry_after if retry_after <= _RETRY_AFTER_CAP else None
+    return random.uniform(0.5, 1.0) * min(_RETRY_CAP, _RETRY_BASE * 2.0**attempt)
+
+
+def _upstream_http_error(status: int, headers: Mapping[str, str], body: bytes) -> UpstreamError:
+    """An MMSP server's refusal as ``UpstreamError`` (spec 03 §5, 08 D13)."""
+    text = body.decode("utf-8", "replace")
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    error = document.get("error") if isinstance(document, dict) else None
+    if not isinstance(error, dict):
+        error = {"type": "HTTPError", "message": f"HTTP {status}: {text[:200]}"}
+    error_type = error.get("type")
+    return UpstreamError("mmsp", status, error_type if isinstance(error_type, str) else None,
+                         error)
+
+
+@attrs.define(eq=False)
+class _StatefulCall:
+    """The stateful call in flight; an aborted one does not block the next (spec 02 §9)."""
+
+    signal: AbortSignal | None
+
+    @property
+    def blocking(self) -> bool:
+        return self.signal is None or not self.signal.aborted
+
+
+class AutoLLMClient:
+    """Stream a model of any supported client type (spec 04, 09).
+
+    Args:
+        model: the model id, sent exactly as given.
+        api_key: the key; else ``<P>_API_KEY`` under the key-safety rule (spec 04 §3).
+        base_url: the endpoint; else ``<P>_BASE_URL``, else the client's default.
+        client_type: the client type or alias; else ``CLIENT_TYPE``, else routed by model id.
+        default_headers: sent with every request; they win over every header the client sets,
+            credentials included, except on ``mmsp`` whose key overrides ``Authorization``.
+        http_client: an ``httpx.AsyncClient`` used as given and never closed here; without one
+            the client makes its own, closed by ``aclose()`` / ``async with``.
+        timeouts: the four named timeouts of every call (08 D22); a call may pass its own.
+        max_retries: retries before the first event (08 D21).
+        strict: unknown wire events raise ``UnknownEventError``; ``None`` reads ``MMSP_DEBUG``.
+        trace_dir: where traces go; ``None`` means ``MMSP_CACHE_DIR`` or ``./cache``.
+
+    Raises:
+        RoutingError: no client type can be chosen, or a service-account key on
+            google-official.
+        ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
+        UnsupportedOperationError: a Bedrock endpoint or a Vertex AI key (08 D23).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client_type: str | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeouts: Timeouts | None = None,
+        max_retries: int = 2,
+        strict: bool | None = None,
+        trace_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        named = client_type or _env("CLIENT_TYPE")
+        self._model = model
+        self._client_type = adapters.route(model, named)
+        self._named = named is not None
+        spec = client_spec(self._client_type)
+        self._api_key, self._base_url = self._credentials(api_key or None, base_url or None)
+        check_endpoint(self._client_type, model, self._base_url, self._api_key)
+        self._auth = adapters.auth_headers(self._client_type, self._api_key)
+        self._default_headers = tuple((default_headers or {}).items())
+        self._is_mmsp = spec.protocol == "mmsp"
+        self._error_for_status: ErrorForStatus | None = (
+            _upstream_http_error if self._is_mmsp else None
+        )
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.AsyncClient(
+            limits=_POOL_LIMITS, follow_redirects=False
+        )
+        self._timeouts = timeouts if timeouts is not None else Timeouts()
+        self._max_retries = max_retries
+        self._strict = strict if strict is not None else _debug_from_environment()
+        self._trace_root = tracer.trace_dir(trace_dir)
+        self._history: list[UniMessage] = []
+        self._in_flight: _StatefulCall | None = None
+
+    def _credentials(self, api_key: str | None, base_url: str | None) -> tuple[str | None, str]:
+        """Resolve ``(key, base URL)`` under the key-safety rule (spec 04 §3, 08 D25).
+
+        Raises:
+            ApiKeyRequiredError: a ``base_url`` given in code without ``api_key`` (unless the
+                environment's key may go there), or no key at all on a client that needs one.
+        """
+        spec = client_spec(self._client_type)
+        url = base_url or _env(spec.base_url_env) or spec.default_base_url
+        if api_key is not None:
+            return api_key, url
+        if environment_key_allowed(self._client_type, base_url):
+            key = _env(spec.api_key_env)
+            if key is None and not spec.open_server:
+                raise ApiKeyRequiredError(spec.client_type, spec.client_type, spec.api_key_env,
+                                          spec.base_url_env, None)
+            return key, url
+        if spec.open_server:
+            return None, url
+        raise ApiKeyRequiredError(spec.client_type, spec.client_type, spec.api_key_env,
+                                  spec.base_url_env, base_url)
+
+    def __repr__(self) -> str:
+        return (f"AutoLLMClient(model={self._model!r}, client_type={self._client_type!r}, "
+                f"base_url={self._base_url!r})")
+
+    @property
+    def model(self) -> str:
+        """The model id."""
+        return self._model
+
+    @property
+    def client_type(self) -> str:
+        """The client type the model was routed to (spec 04 §2)."""
+        return self._client_type
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to."""
+        return self._base_url
+
+    async def aclose(self) -> None:
+        """Close the client's own HTTP client (a caller's ``http_client`` is left open)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AutoLLMClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- history (spec 02 §9) ----------------------------------------------------------------
+
+    def get_history(self) -> list[UniMessage]:
+        """A deep copy of the stateful history."""
+        return copy.deepcopy(self._history)
+
+    def set_history(self, history: Sequence[UniMessage | Mapping[str, Any]]) -> None:
+        """Replace the history with a deep copy of ``history``, legacy-normalised.
+
+        Raises:
+            InvalidMessageError: a message that cannot be read (08 D47).
+        """
+        self._history = copy.deepcopy(adapters.coerce_messages(self._client_type, history))
+
+    def clear_history(self) -> None:
+        """Empty the history."""
+        self._history = []
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def streaming_response(
+        self,
+        messages: Sequence[UniMessage | Mapping[str, Any]],
+        config: UniConfig | Mapping[str, Any] | None,
+        signal: AbortSignal | None = None,
+        *,
+        timeouts: Timeouts | None = None,
+    ) -> AsyncIterator[UniEvent]:
+        """Stream the public events of one request (spec 02; RFC-0003).
+
+        Closing the generator early closes the HTTP response at once.
+
+        Raises:
+            InvalidMessageError: a message that cannot be read or sent (before any request).
+            UnsupportedParameterError: a config value the client cannot send, or a
+                ``trace_id`` outside the trace directory (before any request).
+            AbortedError: ``signal`` was aborted (08 D20).
+            ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: after retries.
+            MMSPError: whatever the stream raises (``IncompleteStreamError``, ...).
+        """
+        prepared = self._prepare(messages)
+        async with aclosing(self._run(prepared, config, signal, timeouts)) as events:
+            async for event in events:
+                yield event
+
+    async def streaming_response_stateful(
+        self,
+        message: UniMessage | Mapping[str, Any],
+        config: UniConfig | Mapping[str, Any] | None,
+        signal: AbortSignal | None = None,
+        *,
+        timeouts: Timeouts | None = None,
+    ) -> AsyncIterator[UniEvent]:
+        """Stream ``history + [message]`` and record the turn before the stop (spec 02 §9).
+
+        On any error, abort included, the history is left untouched.
+
+        Raises:
+            ConcurrentCallError: another stateful call of this client is in flight and not
+                aborted.
+            MMSPError: as ``streaming_response``.
+        """
+        if self._in_flight is not None and self._in_flight.blocking:
+            raise ConcurrentCallError(self._client_type)
+        call = _StatefulCall(signal)
+        self._in_flight = call
+        try:
+            prepared = self._prepare([*self._history, message])
+            user_message = prepared[-1]
+
+            def record(assistant: UniMessage) -> None:
+                self._history.extend(copy.deepcopy([user_message, assistant]))
+                self._in_flight = None
+
+            run = self._run(prepared, config, signal, timeouts, on_stop=record)
+            async with aclosing(run) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if self._in_flight is call:
+                self._in_flight = None
+
+    def _prepare(self, messages: Sequence[UniMessage | Mapping[str, Any]]) -> list[UniMessage]:
+        """Preflight steps 1-3 of spec 02 §8, on copies (08 D38, D47).
+
+        Raises:
+            InvalidMessageError: a message that cannot be read, or one without items.
+        """
+        now = _now_ms()
+        prepared = []
+        for index, message in enumerate(adapters.coerce_messages(self._client_type, messages)):
+            if not message.content_items and not self._is_mmsp:
+                raise InvalidMessageError(self._client_type, None, index,
+                                          detail="the message has no content items")
+            if message.created_at is None:
+                message = attrs.evolve(message, created_at=now)
+            prepared.append(message)
+        return prepared
+
+    async def _run(
+        self,
+        messages: list[UniMessage],
+        config: UniConfig | Mapping[str, Any] | None,
+        signal: AbortSignal | None,
+        timeouts: Timeouts | None,
+        *,
+        on_stop: Callable[[UniMessage], None] | None = None,
+    ) -> AsyncGenerator[UniEvent, None]:
+        """Steps 2-5 of the module doc over prepared messages."""
+        client = self._client_type
+        try:
+            if signal is not None and signal.aborted:
+                raise AbortedError(client, signal.reason)
+            values = adapters.coerce_config(client, config)
+            trace_id = values.trace_id if not self._is_mmsp else None
+            if trace_id:
+                tracer.trace_files(self._trace_root, trace_id, client)
+            adapters.check_config(client, self._model, values)
+            call_timeouts = timeouts if timeouts is not None else self._timeouts
+            sendable = messages
+            if needs_image_bytes(client, self._model):
+                sendable = await self._inline_images(messages, signal, call_timeouts)
+            request = adapters.build_request(client, self._model, sendable, values)
+            layers = (request.headers, self._default_headers, self._auth) if self._is_mmsp \
+                else (request.headers, self._auth, self._default_headers)
+            request = attrs.evolve(request, headers=_merge_headers(*layers))
+            url = join_url(self._base_url, request.path)
+
+            for attempt in range(self._max_retries + 1):
+                yielded = False
+                done_events: list[UniEvent] = []
+                pipeline = adapters.new_pipeline(client, strict=self._strict, clock=_now_ms,
+                                                 base_url=self._base_url)
+                try:
+                    async with AsyncExitStack() as stack:
+                        with abortable(signal, client):
+                            events = await stack.enter_async_context(open_stream(
+                                self._http, url, request, pipeline, client=client,
+                                timeouts=call_timeouts, error_for_status=self._error_for_status,
+                            ))
+                        while True:
+                            with abortable(signal, client):
+                                event = await anext(events, None)
+                            if event is None:
+                                return
+                            if event.event_type == "stop":
+                                assistant = concat_uni_events_to_uni_message([*done_events, event])
+                                if trace_id:
+                                    await self._write_trace(trace_id, [*messages, assistant],
+                                                            values)
+                                if on_stop is not None:
+                                    on_stop(assistant)
+                            elif event.content_items[0].type.endswith(".done"):
+                                done_events.append(event)
+                            yielded = True
+                            yield event
+                except MMSPError as exc:
+                    delay = None if yielded or attempt == self._max_retries \
+                        else _retry_delay(attempt, exc)
+                    if delay is None:
+                        raise
+                    _logger.info("%s: retrying after %s (attempt %d)", client,
+                                 type(exc).__name__, attempt + 1)
+                with abortable(signal, client):
+                    await anyio.sleep(delay)
+        except MMSPError as exc:
+            if self._api_key:
+                _redact(exc, self._api_key)
+            raise
+
+    async def _write_trace(self, trace_id: str, history: list[UniMessage],
+                           config: UniConfig) -> None:
+        """Write the trace of this turn; a failure is a logged warning (08 D27)."""
+        write = functools.partial(tracer.write_trace, self._trace_root, trace_id, self._client_type,
+                                  self._model, history, config)
+        try:
+            await anyio.to_thread.run_sync(write)
+        except (OSError, MMSPError) as exc:
+            _logger.warning("%s: could not write the trace %r: %s", self._client_type, trace_id,
+                            exc)
+
+    # -- remote images (08 D37) ----------------------------------------------------------------
+
+    async def _inline_images(
+        self, messages: list[UniMessage], signal: AbortSignal | None, timeouts: Timeouts
+    ) -> list[UniMessage]:
+        """Return copies of ``messages`` with every http(s) image as a ``data:`` URI.
+
+        Raises:
+            InvalidMessageError: an image that cannot be fetched (``item_type="image_url"``,
+                the reason in ``detail``).
+            AbortedError: ``signal`` fired while fetching.
+        """
+        fetched: dict[str, str] = {}
+
+        async def inline(url: str, index: int) -> str:
+            if not url.lower().startswith(("http://", "https://")):
+                return url
+            if url not in fetched:
+                fetched[url] = await self._fetch_image(url, index, signal, timeouts)
+            return fetched[url]
+
+        out = []
+        for index, message in enumerate(messages):
+            items = []
+            for item in message.content_items:
+                if isinstance(item, ImageUrlDone):
+                    item = ImageUrlDone(await inline(item.image_url, index))
+                elif isinstance(item, ToolResultDone) and item.images:
+                    item = attrs.evolve(
+                        item, images=tuple([await inline(url, index) for url in item.images])
+                    )
+                items.append(item)
+            out.append(attrs.evolve(message, content_items=tuple(items)))
+        return out
+
+    async def _fetch_image(
+        self, url: str, index: int, signal: AbortSignal | None, timeouts: Timeouts
+    ) -> str:
+        """Fetch one image (no credentials; redirects followed) as a ``data:`` URI."""
+        client = self._client_type
+
+        def failed(reason: str) -> InvalidMessageError:
+            return InvalidMessageError(client, "image_url", index,
+                                       detail=f"could not fetch the image {preview(url)}: {reason}")
+
+        try:
+            with abortable(signal, client):
+                body, headers = await fetch_body(
+                    self._http, url, client=client, timeouts=timeouts, limit=IMAGE_LIMIT,
+                    follow_redirects=True,
+                )
+        except StreamLimitError as exc:
+            raise failed(f"it is larger than {IMAGE_LIMIT // (1024 * 1024)} MB") from exc
+        except (ProviderHTTPError, ProviderConnectionError, StreamTimeoutError) as exc:
+            raise failed(str(exc)) from exc
+        except httpx.InvalidURL as exc:
+            raise failed("the URL is not valid") from exc
+        mime = headers.get("content-type", "").split(";")[0].strip().lower()
+        if not mime.startswith("image/"):
+            raise failed(f"the content type is {mime or 'missing'}, not an image")
+        return f"data:{mime};base64,{base64.b64encode(body).decode('ascii')}"
+
+    # -- list_models (spec 04 §5) ------------------------------------------------------------
+
+    async def list_models(self) -> list[str]:
+        """The model ids the endpoint serves, all pages (spec 04 §5).
+
+        When the client type was deduced from the model id (not named), only ids whose own
+        family routes to the same official client are kept.
+
+        Raises:
+            ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: the request failed
+                (``UpstreamError`` on ``mmsp``).
+            MalformedEventError: the answer is not a model list.
+        """
+        client = self._client_type
+        ids: list[str] = []
+        token: str | None = None
+        headers = _merge_headers(self._auth, self._default_headers) if not self._is_mmsp \
+            else _merge_headers(self._default_headers, self._auth)
+        try:
+            for _ in range(_MAX_MODEL_PAGES):
+                url = join_url(self._base_url, list_models_path(client, token))
+                body, _headers = await fetch_body(
+                    self._http, url, client=client, timeouts=self._timeouts,
+                    limit=_MODEL_PAGE_LIMIT, headers=headers,
+                    error_for_status=self._error_for_status,
+                )
+                page = parse_model_page(client, body)
+                ids.extend(page.ids)
+                token = page.next_page_token
+                if token is None:
+                    break
+        except MMSPError as exc:
+            if self._api_key:
+                _redact(exc, self._api_key)
+            raise
+        if self._named:
+            return ids
+        family = _family(client)
+        return [model for model in ids if _routes_to(model) == family]
+
+
+def _family(client_type: str) -> str:
+    """The official client of a routed type: ``text-embedding-*`` ids route to
+    openai-embedding only through openai-official (spec 04 §2 step 4)."""
+    return "openai-official" if client_type == "openai-embedding" else client_type
+
+
+def _routes_to(model: str) -> str | None:
+    try:
+        return _family(adapters.route(model))
+    except RoutingError:
+        return None

@@ -1,0 +1,406 @@
+"""The anyio driver: one ``HTTPRequest`` sent through httpx, its body run through a pipeline.
+
+Theory of operation (design sketch, "How the anyio driver composes them over httpx"):
+
+1. ``open_stream`` sends the request with ``follow_redirects=False`` on that request, whatever
+   the client's default (08 D16). No response (connect failure, protocol error before the
+   headers) is ``ProviderConnectionError``, chained from the transport exception (08 D19).
+2. A non-2xx status (3xx included) reads a bounded preview of the body and raises what
+   ``error_for_status(status, headers, preview)`` builds: by default ``ProviderHTTPError``
+   from the provider's JSON error body (OpenAI, Anthropic and Google shapes).
+3. Otherwise it yields an async iterator that feeds every body chunk to
+   ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until ``NEED_DATA``; at
+   the end of the body it calls ``receive_eof`` and drains until ``END``.
+4. A body cut mid-stream (``httpx.RemoteProtocolError``, ``ReadError``, ...) is treated as the
+   end of the body: the pipeline's end-of-input path decides. If usage and finish reason had
+   arrived the stream ends with its stop; otherwise the finalizer's ``IncompleteStreamError``
+   is raised chained from the transport exception (08 D19).
+5. Leaving the context closes the response at once.
+
+Timeouts (08 D22): every wait runs inside one ``anyio.CancelScope`` whose deadline is the
+earliest of the limits that apply to it: ``total`` (from the start of ``open_stream``),
+``first_event`` (from the start until the first public event is handed out) and, for reads of
+the body, ``idle`` (a fresh allowance for each read, so the gap measured is the provider's, not
+the time the caller spent holding an event; keep-alive comments are bytes, so they count).
+``connect`` is httpx's connect (and pool) timeout of this request. Expiry raises
+``StreamTimeoutError(client, which, seconds)``. No scope is held across a ``yield``, so the
+iterator is safe to abandon and runs unchanged under asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import json
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from typing import Any, Final, final
+
+import anyio
+import attrs
+import httpx
+
+from mmsp_core.errors import (
+    MMSPError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    StreamLimitError,
+    StreamTimeoutError,
+    preview,
+)
+from mmsp_core.model import UniEvent
+from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
+from mmsp_core.request import HTTPRequest
+
+__all__ = [
+    "ERROR_PREVIEW_BYTES",
+    "ErrorForStatus",
+    "Timeouts",
+    "fetch_body",
+    "open_stream",
+    "provider_http_error",
+]
+
+#: How much of a non-2xx body is read for the error (08 D18: every buffer is bounded).
+ERROR_PREVIEW_BYTES: Final = 64 * 1024
+
+#: Builds the exception of a non-2xx answer from its status, headers and body preview (09).
+#: ``headers`` is case-insensitive (an ``httpx.Headers``).
+ErrorForStatus = Callable[[int, Mapping[str, str], bytes], BaseException]
+
+#: Headers that carry a provider's request id: OpenAI, Anthropic, Google.
+_REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id")
+
+#: Transport failures httpx raises; while reading a body they mean "the body was cut".
+_TRANSPORT_ERRORS: Final = (httpx.TransportError, httpx.DecodingError)
+
+#: Closing a response drops its connection; this bounds it should the transport hang.
+_CLOSE_SECONDS: Final = 5.0
+
+
+def _positive_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"Timeouts.{attribute.name} must be a positive number or None")
+
+
+@final
+@attrs.frozen
+class Timeouts:
+    """The four named timeouts of a call, in seconds; ``None`` means no limit (08 D22).
+
+    Attributes:
+        connect: opening the connection (httpx's connect and pool timeouts).
+        first_event: from sending the request to the first public event.
+        idle: the longest wait for the next bytes of the body (keep-alive comments count).
+        total: the whole call, from sending the request to the end of the body.
+    """
+
+    connect: float | None = attrs.field(default=10.0, validator=_positive_or_none)
+    first_event: float | None = attrs.field(default=300.0, validator=_positive_or_none)
+    idle: float | None = attrs.field(default=120.0, validator=_positive_or_none)
+    total: float | None = attrs.field(default=None, validator=_positive_or_none)
+
+
+@attrs.define
+class _Deadlines:
+    """The clock of one call: which limit applies to the next wait, and when it expires."""
+
+    client: str
+    timeouts: Timeouts
+    started: float = attrs.field(factory=anyio.current_time)
+    first_event_seen: bool = False
+
+    @contextmanager
+    def guard(self, *, idle: bool) -> Iterator[None]:
+        """Run one wait under the earliest applicable deadline.
+
+        Raises:
+            StreamTimeoutError: that deadline passed before the wait ended.
+        """
+        limits = []
+        timeouts = self.timeouts
+        if timeouts.total is not None:
+            limits.append((self.started + timeouts.total, "total", timeouts.total))
+        if timeouts.first_event is not None and not self.first_event_seen:
+            limits.append((self.started + timeouts.first_event, "first_event",
+                           timeouts.first_event))
+        if idle and timeouts.idle is not None:
+            limits.append((anyio.current_time() + timeouts.idle, "idle", timeouts.idle))
+        deadline, which, seconds = min(limits, default=(math.inf, "", 0.0))
+        with anyio.CancelScope(deadline=deadline) as scope:
+            yield
+        if scope.cancelled_caught:
+            raise StreamTimeoutError(self.client, which, seconds)
+
+
+def _http_timeout(timeouts: Timeouts) -> httpx.Timeout:
+    """httpx's own timeouts for one request: only connecting; reads are ours (module doc)."""
+    return httpx.Timeout(None, connect=timeouts.connect, pool=timeouts.connect)
+
+
+async def _send(
+    http_client: httpx.AsyncClient,
+    request: httpx.Request,
+    deadlines: _Deadlines,
+    *,
+    follow_redirects: bool,
+) -> httpx.Response:
+    """Send ``request`` and wait for the response headers.
+
+    Raises:
+        StreamTimeoutError: connecting took longer than ``connect``, or the headers did not
+            come within ``first_event`` / ``total``.
+        ProviderConnectionError: no response (chained from the transport exception).
+    """
+    client = deadlines.client
+    try:
+        with deadlines.guard(idle=False):
+            return await http_client.send(request, stream=True, follow_redirects=follow_redirects)
+    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise StreamTimeoutError(client, "connect", deadlines.timeouts.connect or math.inf) from exc
+    except httpx.RequestError as exc:
+        raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
+
+
+async def _read_bounded(response: httpx.Response, deadlines: _Deadlines, limit: int) -> bytes:
+    """Read at most ``limit`` bytes of the body; stop early, without error, on a cut."""
+    body = bytearray()
+    chunks = response.aiter_bytes()
+    while len(body) < limit:
+        try:
+            with deadlines.guard(idle=True):
+                chunk = await chunks.__anext__()
+        except (StopAsyncIteration, StreamTimeoutError, *_TRANSPORT_ERRORS):
+            break
+        body += chunk
+    return bytes(body[:limit])
+
+
+def _is_success(status: int) -> bool:
+    return 200 <= status < 300
+
+
+@asynccontextmanager
+async def open_stream(
+    http_client: httpx.AsyncClient,
+    url: str,
+    request: HTTPRequest,
+    pipeline: StreamPipeline,
+    *,
+    client: str,
+    timeouts: Timeouts,
+    error_for_status: ErrorForStatus | None = None,
+) -> AsyncIterator[AsyncIterator[UniEvent]]:
+    """Send ``request`` to ``url`` and stream the public events of its body (09).
+
+    ``request.headers`` must already hold the credentials. The request never follows a
+    redirect, whatever ``http_client``'s default (08 D16). The iterator is valid only inside
+    the ``async with``; leaving it closes the response at once.
+
+    Args:
+        http_client: used as given (its pool, proxies and TLS settings).
+        url: the base URL joined with ``request.path``.
+        pipeline: a fresh pipeline for this response.
+        client: the client type named in errors.
+        timeouts: the four named timeouts (08 D22).
+        error_for_status: builds the exception of a non-2xx answer from
+            ``(status, headers, body_preview)``; ``provider_http_error`` when ``None``.
+
+    Raises:
+        ProviderConnectionError: no response (08 D19).
+        ProviderHTTPError: a non-2xx answer (or what ``error_for_status`` builds).
+        StreamTimeoutError: a named timeout expired (08 D22).
+        MMSPError: whatever the pipeline raises, in stream order; ``IncompleteStreamError``
+            after a cut body is chained from the transport exception (08 D19).
+    """
+    deadlines = _Deadlines(client, timeouts)
+    http_request = http_client.build_request(
+        request.method, url, headers=request.headers, content=request.body or None,
+        timeout=_http_timeout(timeouts),
+    )
+    response = await _send(http_client, http_request, deadlines, follow_redirects=False)
+    try:
+        if not _is_success(response.status_code):
+            body = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
+            build = error_for_status or functools.partial(provider_http_error, client)
+            raise build(response.status_code, response.headers, body)
+        events = _events(response, pipeline, deadlines)
+        try:
+            yield events
+        finally:
+            await events.aclose()
+    finally:
+        await _close(response)
+
+
+async def _close(response: httpx.Response) -> None:
+    """Close ``response`` even inside a cancelled scope (the caller's cancellation or ours)."""
+    with anyio.move_on_after(_CLOSE_SECONDS, shield=True):
+        await response.aclose()
+
+
+async def _events(
+    response: httpx.Response, pipeline: StreamPipeline, deadlines: _Deadlines
+) -> AsyncGenerator[UniEvent, None]:
+    """The public events of ``response``'s body, step 3 and 4 of the module doc."""
+    chunks = response.aiter_bytes()
+    cut: BaseException | None = None
+    while True:
+        try:
+            event = pipeline.next_event()
+        except MMSPError as exc:
+            if cut is None:
+                raise
+            raise exc from cut
+        if event is END:
+            return
+        if event is NEED_DATA:
+            try:
+                with deadlines.guard(idle=True):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                pipeline.receive_eof()
+            except _TRANSPORT_ERRORS as exc:
+                cut = exc
+                pipeline.receive_eof()
+            else:
+                pipeline.receive_data(chunk)
+            continue
+        deadlines.first_event_seen = True
+        yield event
+
+
+async def fetch_body(
+    http_client: httpx.AsyncClient,
+    url: str,
+    *,
+    client: str,
+    timeouts: Timeouts,
+    limit: int,
+    headers: tuple[tuple[str, str], ...] = (),
+    follow_redirects: bool = False,
+    error_for_status: ErrorForStatus | None = None,
+) -> tuple[bytes, httpx.Headers]:
+    """``GET`` a whole body of at most ``limit`` bytes, under the same timeouts as a stream.
+
+    Used for ``list_models`` (authenticated, so never redirected, 08 D16) and for remote images
+    (no credentials, so redirects may be followed, 08 D37).
+
+    Returns:
+        The body and the response headers.
+
+    Raises:
+        ProviderConnectionError: no response, or the body was cut.
+        ProviderHTTPError: a non-2xx answer (or what ``error_for_status`` builds).
+        StreamTimeoutError: a named timeout expired.
+        StreamLimitError: the body is longer than ``limit`` (``what="response body"``).
+    """
+    deadlines = _Deadlines(client, timeouts)
+    request = http_client.build_request("GET", url, headers=headers,
+                                        timeout=_http_timeout(timeouts))
+    response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)
+    try:
+        if not _is_success(response.status_code):
+            preview_bytes = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
+            if error_for_status is None:
+                raise provider_http_error(client, response.status_code, response.headers,
+                                          preview_bytes)
+            raise error_for_status(response.status_code, response.headers, preview_bytes)
+        body = bytearray()
+        chunks = response.aiter_bytes()
+        while True:
+            try:
+                with deadlines.guard(idle=True):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return bytes(body), response.headers
+            except _TRANSPORT_ERRORS as exc:
+                raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
+            body += chunk
+            if len(body) > limit:
+                raise StreamLimitError("response body", limit, len(body))
+    finally:
+        await _close(response)
+
+
+# --------------------------------------------------------------------------------------------
+# Provider error bodies (08 D19)
+# --------------------------------------------------------------------------------------------
+
+
+def provider_http_error(
+    client: str, status: int, headers: Mapping[str, str], body: bytes
+) -> ProviderHTTPError:
+    """Build the ``ProviderHTTPError`` of a non-2xx answer (08 D19).
+
+    Reads the provider's JSON error body: OpenAI ``{"error": {"type", "code", "message"}}``,
+    Anthropic ``{"type": "error", "error": {"type", "message"}, "request_id"}``, Google
+    ``{"error": {"code", "status", "message"}}`` (also inside a one-element list), and the
+    plain ``{"error": "<message>"}`` / ``{"message"}`` / ``{"detail"}`` of gateways. A body that
+    is not JSON becomes a short preview of its text. The request id comes from the
+    ``x-request-id`` / ``request-id`` / ``x-goog-request-id`` header or the body;
+    ``retry_after`` from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+    """
+    error_type, message, body_request_id = _parse_error_body(body)
+    request_id = next((headers[name] for name in _REQUEST_ID_HEADERS if name in headers),
+                      body_request_id)
+    return ProviderHTTPError(client, status, error_type, message, request_id,
+                             _retry_after(headers))
+
+
+def _text(value: Any) -> str | None:
+    """A JSON scalar as text; ``None`` for null, empty strings and containers."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        return None
+    return str(value) or None
+
+
+def _parse_error_body(body: bytes) -> tuple[str | None, str | None, str | None]:
+    """Return ``(error_type, message, request_id)`` read from an error body."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None, (preview(text) if text else None), None
+    if isinstance(document, list) and document:
+        document = document[0]
+    if not isinstance(document, dict):
+        return None, preview(text), None
+    request_id = _text(document.get("request_id"))
+    error = document.get("error")
+    if isinstance(error, dict):
+        error_type = (_text(error.get("type")) or _text(error.get("status"))
+                      or _text(error.get("code")))
+        return error_type, _text(error.get("message")), request_id
+    message = _text(error) or _text(document.get("message")) or _text(document.get("detail"))
+    return None, message, request_id
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a provider asks for, in seconds, or ``None`` when it asks for none.
+
+    ``retry-after-ms`` (OpenAI) wins over ``Retry-After``, which is either a number of seconds
+    or an HTTP date (RFC 9110 §10.2.3). A date in the past is ``0``.
+    """
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
