@@ -16,7 +16,7 @@ by identity.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar, dataclass_transform
+from typing import Any, Final
 
 import attrs
 
