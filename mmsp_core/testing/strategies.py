@@ -219,7 +219,9 @@ def client_streams(draw: st.DrawFn) -> list[UniEvent]:
     events: list[UniEvent] = []
     position = 0
     while position < len(items):
-        take = draw(st.integers(0, 3))
+        if draw(st.booleans()):
+            events.append(UniEvent("delta"))  # a wire event with nothing universal
+        take = draw(st.integers(1, 3))
         events.append(UniEvent("delta", tuple(items[position : position + take])))
         position += take
     u = draw(usage())
