@@ -76,7 +76,7 @@ def _parse_arguments(client: str, first: ToolCallDelta, raw: str) -> dict[str, A
     """
     try:
         value = json.loads(raw or "{}")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # too deep a nesting is a RecursionError
         reason = f"invalid JSON: {exc}"
     else:
         if isinstance(value, dict):
