@@ -75,7 +75,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
-__all__ = ["Behaviour", "RecordedRequest", "Reply", "Simulator", "demo_script"]
+__all__ = ["PROTOCOLS", "Behaviour", "RecordedRequest", "Reply", "Simulator", "demo_script"]
 
 MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
 _RECEIVE_SIZE: Final = 65536
@@ -307,6 +307,9 @@ _DIALECTS: Final[Mapping[str, _Dialect]] = {
         tool_call_id_prefix="call_sim_",
     ),
 }
+
+#: The wire protocols the simulator speaks, in the order the demo shows them.
+PROTOCOLS: Final = tuple(_DIALECTS)
 
 #: ``(method, path pattern) -> wire protocol`` of the model endpoints; paths without the query.
 _ROUTES: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (

@@ -1,0 +1,5 @@
+"""``python -m mmsp_io``: the same command as the ``mmsp-sansio`` console script (09)."""
+
+from mmsp_io.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,310 @@
+"""The ``mmsp-sansio`` command, also ``python -m mmsp_io`` (09).
+
+Commands:
+
+- ``demo``: starts the provider simulator on a free loopback port and, for each wire protocol
+  it speaks, runs a short agent loop through ``AutoLLMClient`` with a fake key: a question,
+  a streamed answer with thinking and a tool call, the local tool's result sent back, the
+  final streamed answer. Needs no key and no network.
+- ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key comes from
+  the provider's ``<P>_API_KEY`` variable (spec 04 §3).
+- ``replay --source SOURCE FILE``: decodes a recorded provider body through
+  ``adapters.decode`` and prints the unified stream.
+- ``serve``: the MMSP server; not available yet.
+
+Every command prints the public stream the same way: fragments as they arrive, each ``.done``
+item and the ``stop`` on a line of their own, with usage and finish reason. ``--backend trio``
+runs ``demo`` and ``chat`` under trio instead of asyncio. Exit status: 0 on success, 1 when a
+call failed, 2 for a usage error or a command that is not available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import aclosing
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import anyio
+
+import adapters
+from mmsp_core.errors import MMSPError
+from mmsp_core.model import (
+    EmbeddingDone,
+    InlineDataDone,
+    InlineThinkingDone,
+    TextDone,
+    ThinkingDone,
+    ToolCallDelta,
+    ToolCallDone,
+    ToolResultDone,
+    ToolSchema,
+    UniConfig,
+    UniEvent,
+    UniMessage,
+    UsageMetadata,
+)
+
+from . import simulator
+from .client import AutoLLMClient
+
+__all__ = ["StreamPrinter", "main"]
+
+_TITLES: Final = {
+    "ant-messages": "Anthropic Messages",
+    "openai-chat": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses",
+}
+_DEMO_QUESTION: Final = "What is the weather in Paris?"
+_DEMO_KEY: Final = "sk-demo-not-a-real-key"
+#: The demo's local tool: a weather lookup table.
+_WEATHER: Final = {
+    "Paris": "18 degrees C, light rain",
+    "Tokyo": "24 degrees C, clear sky",
+    "Lima": "16 degrees C, overcast",
+}
+_WEATHER_TOOL: Final = ToolSchema(
+    name="get_weather",
+    description="The current weather in a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "The city's name."}},
+        "required": ["city"],
+    },
+)
+#: Model turns per agent loop at most, so a model that keeps calling tools cannot loop forever.
+_MAX_TURNS: Final = 4
+
+
+def _get_weather(arguments: Any) -> str:
+    city = arguments.get("city", "") if isinstance(arguments, dict) else ""
+    return _WEATHER.get(city, f"no weather data for {city!r}")
+
+
+class StreamPrinter:
+    """Print a public stream as it arrives (the rendering every command shares).
+
+    Fragments are written live after a ``kind>`` prefix; a ``.done`` item and the ``stop``
+    each get a summary line.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._streaming: str | None = None
+
+    def line(self, text: str) -> None:
+        """Print ``text`` on a line of its own."""
+        self._end_fragments()
+        self._out.write(text + "\n")
+        self._out.flush()
+
+    def event(self, event: UniEvent) -> None:
+        """Print one public event."""
+        if event.event_type == "stop":
+            self.line(
+                f"  [stop] finish_reason={event.finish_reason} "
+                f"usage: {_usage(event.usage_metadata)}"
+            )
+            return
+        item = event.content_items[0]
+        kind, _, phase = item.type.partition(".")
+        if phase == "done":
+            self.line(f"  [{item.type}] {_summary(item)}")
+            return
+        if self._streaming != kind:
+            self._end_fragments()
+            self._out.write(f"{kind}> ")
+            self._streaming = kind
+        self._out.write(_fragment(item))
+        self._out.flush()
+
+    def _end_fragments(self) -> None:
+        if self._streaming is not None:
+            self._out.write("\n")
+            self._streaming = None
+
+
+def _usage(usage: UsageMetadata | None) -> str:
+    if usage is None:
+        return "none"
+    counts = (
+        ("prompt", usage.prompt_tokens),
+        ("cached", usage.cached_tokens),
+        ("thoughts", usage.thoughts_tokens),
+        ("response", usage.response_tokens),
+    )
+    return " ".join(f"{name}={'-' if n is None else n}" for name, n in counts)
+
+
+def _fragment(item: Any) -> str:
+    if isinstance(item, ToolCallDelta):
+        header = f"{item.name}(id={item.tool_call_id}) " if item.name else ""
+        return header + item.arguments
+    for field in ("text", "thinking"):
+        if hasattr(item, field):
+            return str(getattr(item, field))
+    if hasattr(item, "data"):
+        return f"<{len(item.data)} bytes {item.mime_type}>"
+    return f"<{len(item.embedding)} floats>"
+
+
+def _summary(item: Any) -> str:
+    if isinstance(item, ToolCallDone):
+        return f"{item.name} {json.dumps(item.arguments)} (id={item.tool_call_id})"
+    if isinstance(item, TextDone | ThinkingDone):
+        text = item.text if isinstance(item, TextDone) else item.thinking
+        fidelity = f", fidelity {sorted(item.fidelity)}" if item.fidelity else ""
+        return f"{len(text)} characters{fidelity}"
+    if isinstance(item, InlineDataDone | InlineThinkingDone):
+        return f"{len(item.data)} bytes of {item.mime_type}"
+    if isinstance(item, EmbeddingDone):
+        return f"{len(item.embedding)} dimensions"
+    return item.type
+
+
+# --------------------------------------------------------------------------------------------
+# demo
+# --------------------------------------------------------------------------------------------
+
+
+async def _agent_loop(client: AutoLLMClient, question: str, printer: StreamPrinter) -> None:
+    """Ask ``question``; run every tool call locally and send the results until an answer."""
+    config = UniConfig(tools=(_WEATHER_TOOL,))
+    printer.line(f"user> {question}")
+    message = UniMessage(role="user", content_items=(TextDone(text=question),))
+    for _ in range(_MAX_TURNS):
+        calls = []
+        stream = client.streaming_response_stateful(message, config)
+        async with aclosing(stream) as events:
+            async for event in events:
+                printer.event(event)
+                calls += [i for i in event.content_items if isinstance(i, ToolCallDone)]
+        if not calls:
+            return
+        results = []
+        for call in calls:
+            result = _get_weather(call.arguments)
+            printer.line(f"tool> {call.name}({json.dumps(call.arguments)}) -> {result}")
+            results.append(ToolResultDone(text=result, tool_call_id=call.tool_call_id))
+        message = UniMessage(role="user", content_items=tuple(results))
+
+
+async def _demo(delay: float, out: TextIO) -> int:
+    printer = StreamPrinter(out)
+    async with simulator.Simulator.running(api_key=_DEMO_KEY, delay=delay) as sim:
+        printer.line(f"Provider simulator listening on {sim.url} (loopback only)")
+        for protocol in simulator.PROTOCOLS:
+            if protocol not in adapters.PROTOCOLS:
+                continue
+            base_url = sim.base_url(protocol)
+            printer.line("")
+            printer.line(f"== {_TITLES.get(protocol, protocol)}: client {protocol}, {base_url}")
+            async with AutoLLMClient(
+                "sim-model", api_key=_DEMO_KEY, base_url=base_url, client_type=protocol
+            ) as client:
+                await _agent_loop(client, _DEMO_QUESTION, printer)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# chat and replay
+# --------------------------------------------------------------------------------------------
+
+
+async def _print_stream(events: AsyncIterator[UniEvent], printer: StreamPrinter) -> None:
+    async with aclosing(events) as stream:
+        async for event in stream:
+            printer.event(event)
+
+
+async def _chat(args: argparse.Namespace, out: TextIO) -> int:
+    printer = StreamPrinter(out)
+    async with AutoLLMClient(
+        args.model, client_type=args.client_type, base_url=args.base_url
+    ) as client:
+        message = UniMessage(role="user", content_items=(TextDone(text=args.prompt),))
+        config = UniConfig(system_prompt=args.system)
+        await _print_stream(client.streaming_response([message], config), printer)
+    return 0
+
+
+def _replay(args: argparse.Namespace, out: TextIO) -> int:
+    data = Path(args.file).read_bytes()
+    chunks: Iterable[bytes] = [data]
+    if args.chunk_size:
+        chunks = (data[i : i + args.chunk_size] for i in range(0, len(data), args.chunk_size))
+    printer = StreamPrinter(out)
+    for event in adapters.decode(args.source, chunks, strict=args.strict):
+        printer.event(event)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# the command line
+# --------------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmsp-sansio",
+        description="One message format and one streaming grammar over many LLM providers.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    backend = argparse.ArgumentParser(add_help=False)
+    backend.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="event loop to run on"
+    )
+
+    demo = commands.add_parser(
+        "demo", parents=[backend], help="an agent loop per wire protocol, against the simulator"
+    )
+    demo.add_argument(
+        "--delay", type=float, default=0.005, help="seconds the simulator waits before each event"
+    )
+
+    chat = commands.add_parser("chat", parents=[backend], help="stream one answer from a provider")
+    chat.add_argument("--model", required=True, help="model id, e.g. claude-sonnet-5")
+    chat.add_argument("--client-type", help="client type; else CLIENT_TYPE, else by model id")
+    chat.add_argument("--base-url", help="endpoint; needs the key passed in code (spec 04 §3)")
+    chat.add_argument("--system", help="system prompt")
+    chat.add_argument("prompt")
+
+    replay = commands.add_parser("replay", help="decode a recorded provider body")
+    replay.add_argument(
+        "--source", required=True, help="client type or wire protocol, e.g. ant-messages"
+    )
+    replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
+    replay.add_argument("--chunk-size", type=int, help="feed the body in pieces of N bytes")
+    replay.add_argument("file")
+
+    commands.add_parser("serve", help="the MMSP server (not available yet)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (module docstring)."""
+    args = _parser().parse_args(argv)
+    out, err = sys.stdout, sys.stderr
+    try:
+        if args.command == "serve":
+            err.write("mmsp-sansio: serve is not available yet.\n")
+            return 2
+        if args.command == "replay":
+            return _replay(args, out)
+        run = (
+            partial(_demo, args.delay, out) if args.command == "demo" else partial(_chat, args, out)
+        )
+        return anyio.run(run, backend=args.backend)
+    except MMSPError as exc:
+        out.flush()
+        err.write(f"mmsp-sansio {args.command}: {type(exc).__name__}: {exc}\n")
+        return 1
+    except OSError as exc:  # an unreadable replay file
+        err.write(f"mmsp-sansio {args.command}: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130

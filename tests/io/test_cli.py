@@ -1,0 +1,122 @@
+"""The ``python -m mmsp_io`` command, run in a subprocess as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import adapters
+from mmsp_core.model import FinishReason, TextDone, ThinkingDone, ToolCallDone, UsageMetadata
+from mmsp_io import simulator
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Provider key variables unset for the subprocess, so ``chat`` can never reach a provider.
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "CLIENT_TYPE")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
+    return subprocess.run(
+        [sys.executable, "-m", "mmsp_io", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
+    result = run("demo", "--backend", backend, "--delay", "0")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    sections = result.stdout.split("\n== ")[1:]
+    protocols = [p for p in simulator.PROTOCOLS if p in adapters.PROTOCOLS]
+    assert len(sections) == len(protocols) >= 3
+    for protocol, section in zip(protocols, sections, strict=True):
+        assert f"client {protocol}," in section.splitlines()[0]
+        expected_in_order = [
+            "user> What is the weather in Paris?",
+            "thinking> The user asks: 'What is the weather in Paris?'. I will call get_weather.",
+            "tool_call> get_weather(id=",
+            '[tool_call.done] get_weather {"city": "Paris"}',
+            "[stop] finish_reason=tool_call usage: prompt=",
+            'tool> get_weather({"city": "Paris"}) -> 18 degrees C, light rain',
+            "text> Here is what I found: 18 degrees C, light rain",
+            "[text.done] 46 characters",
+            "[stop] finish_reason=stop usage: prompt=",
+        ]
+        position = 0
+        for expected in expected_in_order:
+            found = section.find(expected, position)
+            assert found >= 0, f"{protocol}: {expected!r} missing after {section[position:]!r}"
+            position = found + len(expected)
+
+
+def test_replay_prints_the_unified_stream_of_a_recorded_body(tmp_path: Path) -> None:
+    items = [
+        ThinkingDone(thinking="Let me look.", fidelity={"signature": "sig"}),
+        ToolCallDone(name="lookup", tool_call_id="toolu_9", arguments={"q": "x"}),
+    ]
+    usage = UsageMetadata(
+        cached_tokens=1, prompt_tokens=20, thoughts_tokens=None, response_tokens=7
+    )
+    body = tmp_path / "body.sse"
+    body.write_bytes(adapters.render("ant-messages", items, usage, FinishReason.TOOL_CALL))
+    result = run("replay", "--source", "anthropic-official", "--chunk-size", "5", str(body))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "thinking> Let me look.",
+        "  [thinking.done] 12 characters, fidelity ['signature']",
+        'tool_call> lookup(id=toolu_9) {"q":"x"}',
+        '  [tool_call.done] lookup {"q": "x"} (id=toolu_9)',
+        "  [stop] finish_reason=tool_call usage: prompt=20 cached=1 thoughts=- response=7",
+    ]
+
+
+def test_replay_reports_a_broken_stream_after_what_it_decoded(tmp_path: Path) -> None:
+    usage = UsageMetadata(prompt_tokens=3, response_tokens=2)
+    whole = adapters.render("openai-chat", [TextDone(text="Hello")], usage, FinishReason.STOP)
+    body = tmp_path / "cut.sse"
+    body.write_bytes(whole[: whole.index(b'"finish_reason":"stop"')])  # cut before the finish
+    result = run("replay", "--source", "openai-chat", str(body))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["text> Hello", "  [text.done] 5 characters"]
+    assert result.stderr.startswith("mmsp-sansio replay: IncompleteStreamError: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_chat_without_a_key_says_which_variable_to_set() -> None:
+    result = run("chat", "--model", "claude-sonnet-5", "Hello")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("mmsp-sansio chat: ApiKeyRequiredError: ")
+    assert "ANTHROPIC_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_is_not_available_yet() -> None:
+    result = run("serve")
+    assert result.returncode == 2
+    assert "not available yet" in result.stderr
+
+
+def test_a_missing_file_and_a_missing_command_are_usage_errors(tmp_path: Path) -> None:
+    missing = run("replay", "--source", "openai-chat", str(tmp_path / "nope.sse"))
+    assert missing.returncode == 2
+    assert "No such file" in missing.stderr
+    assert run().returncode == 2
+
+
+def test_the_console_script_is_the_same_command() -> None:
+    script = Path(sys.executable).with_name("mmsp-sansio")
+    if not script.exists():
+        pytest.skip("the package is not installed with its console script")
+    result = subprocess.run([script, "serve"], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stderr) == (2, run("serve").stderr)
