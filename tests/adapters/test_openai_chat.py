@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from harness import FIXTURES, check_fixture, fixture_cases
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import adapters
 from adapters.openai_chat.machine import ChatMachine
+from adapters.openai_chat.render import normalize
 from mmsp_core import (
     EmptyResponseError,
     IncompleteStreamError,
@@ -26,6 +28,8 @@ from mmsp_core import (
     UnknownEventError,
 )
 from mmsp_core.model import (
+    DoneItem,
+    FinishReason,
     TextDone,
     ThinkingDone,
     ToolCallDelta,
@@ -35,7 +39,7 @@ from mmsp_core.model import (
 )
 from mmsp_core.sse import SSEEvent
 from mmsp_core.testing import assert_stream_grammar, outcome, run
-from mmsp_core.testing.strategies import chunked
+from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, usage
 
 SOURCE = "openai-chat"
 
@@ -506,3 +510,114 @@ def test_malformed_chunks(bad: str) -> None:
     _, error = outcome_every_way(chunk({"content": "x"}) + data(bad) + END)
     assert isinstance(error, MalformedEventError)
     assert error.detail
+
+
+# --------------------------------------------------------------------------------------------
+# Renderer (08 D49)
+# --------------------------------------------------------------------------------------------
+
+
+def test_render_writes_the_chunks_a_server_sends() -> None:
+    body = adapters.render(
+        "openai-chat",
+        [
+            ThinkingDone("Hmm", {"reasoning_field": "reasoning_content"}),
+            TextDone("Hi!"),
+            ToolCallDone("f", "call_1", {"a": 1}),
+        ],
+        UsageMetadata(cached_tokens=2, prompt_tokens=8, thoughts_tokens=3, response_tokens=4),
+        FinishReason.TOOL_CALL,
+        model="gpt-x",
+        fragment_size=2,
+    )
+    head = '{"id":"chatcmpl-mmsp-render","object":"chat.completion.chunk","created":0,'
+    head += '"model":"gpt-x",'
+
+    def line(choices: str, tail: str = "") -> bytes:
+        return f"data: {head}{choices}{tail}}}\n\n".encode()
+
+    def delta(d: str, finish: str = "null") -> bytes:
+        return line(f'"choices":[{{"index":0,"delta":{d},"finish_reason":{finish}}}]')
+
+    call = '"tool_calls":[{"index":0,'
+    expected = (
+        delta('{"role":"assistant","content":""}')
+        + delta('{"reasoning_content":"Hm"}')
+        + delta('{"reasoning_content":"m"}')
+        + delta('{"content":"Hi"}')
+        + delta('{"content":"!"}')
+        + delta(
+            "{" + call + '"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}'
+        )
+        + delta("{" + call + '"function":{"arguments":"{\\""}}]}')
+        + delta("{" + call + '"function":{"arguments":"a\\""}}]}')
+        + delta("{" + call + '"function":{"arguments":":1"}}]}')
+        + delta("{" + call + '"function":{"arguments":"}"}}]}')
+        + delta("{}", '"tool_calls"')
+        + line(
+            '"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,'
+            '"prompt_tokens_details":{"cached_tokens":2},'
+            '"completion_tokens_details":{"reasoning_tokens":3}}'
+        )
+        + b"data: [DONE]\n\n"
+    )
+    assert body == expected
+
+
+def test_render_rejects_a_fragment_size_below_one() -> None:
+    with pytest.raises(ValueError, match="fragment_size"):
+        adapters.render(
+            "openai-chat", [TextDone("x")], UsageMetadata(), FinishReason.STOP, fragment_size=0
+        )
+
+
+_ids = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8)
+_FIELDS = ["reasoning_content", "reasoning"]
+_chat_fidelity = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"reasoning_field": st.sampled_from(["reasoning_content", "reasoning", "other"])}
+    ),
+    st.fixed_dictionaries(
+        {
+            "encrypted_content": st.text(max_size=12),
+            "format": st.sampled_from(["openai-responses-v1", "x"]),
+        },
+        optional={"reasoning_id": _ids, "reasoning_field": st.just("reasoning")},
+    ),
+)
+_items = st.lists(
+    st.one_of(
+        done_items(),
+        st.builds(TextDone, st.text(max_size=20)),
+        st.builds(ThinkingDone, st.text(max_size=20), _chat_fidelity),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=_items,
+    usage_=usage(),
+    finish=finish_reasons(),
+    size=st.none() | st.integers(1, 12),
+    cuts=st.data(),
+)
+def test_round_trip(
+    items: list[DoneItem],
+    usage_: UsageMetadata,
+    finish: FinishReason,
+    size: int | None,
+    cuts: st.DataObject,
+) -> None:
+    body = adapters.render("openai-chat", items, usage_, finish, model="m", fragment_size=size)
+    events, error = _decode(cuts.draw(chunked(body)))
+    expected_items, expected_finish = normalize(items, finish)
+    assert done(events) == expected_items
+    if all(isinstance(i, ThinkingDone) for i in expected_items):
+        assert isinstance(error, EmptyResponseError)
+        return
+    assert error is None
+    assert_stream_grammar(events)
+    assert (stop(events).usage_metadata, stop(events).finish_reason) == (usage_, expected_finish)
