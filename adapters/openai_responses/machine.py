@@ -346,8 +346,11 @@ class ResponsesMachine:
         return [UniEvent(event_type="stop", usage_metadata=usage, finish_reason=finish)]
 
     def _error(self, data: _Json) -> list[UniEvent] | None:
+        # The API puts code and message at the top level; some servers nest an error object.
         nested = data.get("error")
-        raise self._provider_error(data, nested if isinstance(nested, Mapping) else data, None)
+        if isinstance(nested, Mapping):
+            raise self._provider_error(data, nested, None)
+        raise self._provider_error(data, {**data, "type": None}, None)
 
     def _failed(self, data: _Json) -> list[UniEvent] | None:
         response = self._field(data, "response", Mapping)
