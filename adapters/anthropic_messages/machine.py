@@ -165,9 +165,13 @@ def _data(m: AnthropicMessagesMachine, sse: SSEEvent) -> Mapping[str, Any]:
 def _field(
     m: AnthropicMessagesMachine, sse: SSEEvent, obj: Mapping[str, Any], key: str, kind: type
 ) -> Any:
-    """Return ``obj[key]``, which must be present and of ``kind`` (never a bool for int)."""
+    """Return ``obj[key]``, which must be present and exactly of ``kind``.
+
+    JSON decodes to exact ``dict``/``str``/``int`` values, and the exact test keeps a bool from
+    passing for an int.
+    """
     value = obj.get(key)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+    if type(value) is not kind:
         _malformed(m, sse, f"{key!r} must be {kind.__name__}")
     return value
 
