@@ -7,6 +7,7 @@ chunks between the bytes) and in random chunkings, and checks that all give the 
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 
 from mmsp_core.errors import StreamLimitError
 from mmsp_core.sse import BodyDecoder, SSEDecoder, SSEEvent
+
+_BOM = b"\xef\xbb\xbf"
 
 # (events in order, then the limit error as (what, limit, size) or None)
 Outcome = tuple[list[SSEEvent], tuple[str, int, int] | None]
@@ -144,6 +147,13 @@ def test_bom_prefix_that_is_not_a_bom() -> None:
 
 def test_bom_split_across_chunks() -> None:
     assert run([b"\xef", b"", b"\xbb", b"\xbfda", b"ta: a\n\n"]) == ([msg("a")], None)
+
+
+@pytest.mark.parametrize("cut", [1, 2])
+def test_bom_completed_by_a_chunk_with_line_endings(cut: int) -> None:
+    # The chunk that completes the BOM is searched for line endings from its start.
+    assert run([_BOM[:cut], _BOM[cut:] + b"\r"], max_line_bytes=0) == ([], None)
+    assert run([_BOM[:cut], _BOM[cut:] + b"\n\r", b"\n"], max_line_bytes=0) == ([], None)
 
 
 def test_unicode_line_separators_are_not_line_endings() -> None:
@@ -316,6 +326,13 @@ def test_event_at_the_limit_is_accepted() -> None:
     assert events_of(stream, max_event_bytes=43) == [msg("\n".join(["0123456789"] * 4))]
 
 
+def test_first_limit_error_wins() -> None:
+    stream = b"data: 123456\n" + b"x" * 20 + b"\n\n"
+    assert decode(stream, max_line_bytes=15, max_event_bytes=5) == ([], ("SSE event", 5, 6))
+    stream = b"data: 1\n" + b"x" * 20 + b"\ndata: 123456\n\n"
+    assert decode(stream, max_line_bytes=15, max_event_bytes=5) == ([], ("SSE line", 15, 16))
+
+
 def test_limit_error_comes_on_the_next_call() -> None:
     decoder = SSEDecoder(max_event_bytes=5)
     assert decoder.feed(b"data: a\n\ndata: 123456\n\ndata: b\n\n") == [msg("a")]
@@ -328,11 +345,18 @@ def test_limit_error_comes_on_the_next_call() -> None:
 
 # --- round trip -----------------------------------------------------------------------------
 
-_line_text = st.text(st.characters(blacklist_characters="\r\n"), max_size=12)
+
+def _text(exclude: str, max_size: int) -> st.SearchStrategy[str]:
+    """Text without surrogates (which UTF-8 cannot encode) nor the characters in ``exclude``."""
+    alphabet = st.characters(exclude_categories=["Cs"], exclude_characters=exclude)
+    return st.text(alphabet, max_size=max_size)
+
+
+_line_text = _text("\r\n", 12)
 _event = st.fixed_dictionaries(
     {
         "event": _line_text,
-        "data": st.text(st.characters(blacklist_characters="\r"), max_size=30),
+        "data": _text("\r", 30),
         "id": st.none() | _line_text.filter(lambda s: "\0" not in s),
         "retry": st.none() | st.integers(0, 10**12),
     }
@@ -370,8 +394,90 @@ def test_round_trip(
         if not line and text.endswith("\r") and ending == "\n":
             ending = "\r\n"  # CR then LF would be one CRLF, not an empty line
         text += line + ending
-    stream = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+    stream = (_BOM if bom else b"") + text.encode()
     assert run(data.draw(partitions(stream))) == (expected, None)
+
+
+# --- random bytes against a direct reading of the standard -----------------------------------
+
+
+def reference(stream: bytes) -> list[SSEEvent]:
+    """WHATWG HTML §9.2.6 read literally: decode the whole stream, then split it into lines."""
+    text = stream.decode("utf-8", "replace").removeprefix("\ufeff")
+    *lines, _unterminated = re.split("\r\n|\r|\n", text)
+    events: list[SSEEvent] = []
+    data, event_type, last_id, retry = "", "", None, None
+    for line in lines:
+        if not line:
+            if data:
+                events.append(SSEEvent(event_type or "message", data[:-1], last_id, retry))
+            data, event_type, retry = "", "", None
+        elif not line.startswith(":"):
+            name, colon, value = line.partition(":")
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data += value + "\n"
+            elif name == "event":
+                event_type = value
+            elif name == "id" and "\0" not in value:
+                last_id = value
+            elif name == "retry" and value and all(c in "0123456789" for c in value):
+                retry = int(value)
+    return events
+
+
+_PIECES = [
+    b"data", b"data:", b"data: ", b"event: ", b"id:", b"retry:", b"retry: 12", b":", b" ",
+    b"\n", b"\r", b"\r\n", b"\n\n", b"x", b"7", b"\0", b"\xef\xbb\xbf", b"\xef",
+    b"\xe2\x80\xa8", b"\xc2\x85", b"\xf0\x9f\x98\x80", b"\xf0\x9f", b"\x80", b"\xff",
+]
+_soup = st.lists(st.sampled_from(_PIECES), max_size=60).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_soup, st.data())
+def test_random_bytes_match_reference(stream: bytes, data: st.DataObject) -> None:
+    assert run([stream]) == (reference(stream), None)
+    assert run(data.draw(partitions(stream))) == (reference(stream), None)
+
+
+def reference_limits(stream: bytes, max_line: int, max_event: int) -> Outcome:
+    """Where the limits stop ``stream``, read from its bytes: the events before, and the error."""
+    if len(stream) < len(_BOM) and _BOM.startswith(stream):
+        return reference(stream), None  # not yet known to be a BOM or the start of a line
+    *lines, unterminated = re.split(b"\r\n|\r|\n", stream.removeprefix(_BOM))
+    line_error = ("SSE line", max_line, max_line + 1)
+    dispatched = 0
+    data_lengths: list[int] = []  # of the data lines of the current event
+    for line in lines:
+        if len(line) > max_line:
+            return reference(stream)[:dispatched], line_error
+        if not line:
+            dispatched += bool(data_lengths)
+            data_lengths = []
+            continue
+        name, _, value = line.partition(b":")
+        if name == b"data":
+            data_lengths.append(len(value.removeprefix(b" ")))
+            size = sum(data_lengths) + len(data_lengths) - 1  # the lines joined with LF
+            if size > max_event:
+                return reference(stream)[:dispatched], ("SSE event", max_event, size)
+    if len(unterminated) > max_line:
+        return reference(stream)[:dispatched], line_error
+    return reference(stream), None
+
+
+@settings(max_examples=300, deadline=None)
+@given(_soup, st.integers(0, 12), st.integers(0, 16), st.data())
+def test_random_bytes_with_limits(
+    stream: bytes, max_line: int, max_event: int, data: st.DataObject
+) -> None:
+    limits = {"max_line_bytes": max_line, "max_event_bytes": max_event}
+    expected = reference_limits(stream, max_line, max_event)
+    assert run([stream], **limits) == expected
+    assert run([stream[i : i + 1] for i in range(len(stream))], **limits) == expected
+    assert run(data.draw(partitions(stream)), **limits) == expected
 
 
 # --- BodyDecoder ----------------------------------------------------------------------------
