@@ -81,6 +81,8 @@ _LOW: Final = Thinking("adaptive", "low")
 class Generation(NamedTuple):
     """One row of 05 §2.1 and §4.1: a model generation and what it accepts."""
 
+    #: Which models the row is for.
+    name: str
     #: The version token matched on the lower-cased id (``None``: the row every other id uses).
     token: str | None
     #: What ``thinking_level: none`` sends: the off switch, or the least thinking allowed.
@@ -96,18 +98,29 @@ class Generation(NamedTuple):
 #: anthropic-official generations, first match wins (05 §1, §2.1, §4.1). ``fable-5-1`` comes
 #: before ``fable-5`` because its tool-choice and fast-mode rules differ.
 GENERATIONS: Final = (
-    Generation("4-6", _DISABLED, "high", forced_tool_choice=True, fast_mode=False),
-    Generation("opus-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=True),
-    Generation("fable-5-1", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
-    Generation("fable-5", _LOW, "xhigh", forced_tool_choice=True, fast_mode=True),
-    Generation("haiku-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
-    Generation("sonnet-5-5", _BETWEEN_TOOLS, "xhigh", forced_tool_choice=False, fast_mode=False),
+    Generation("Claude 4.6", "4-6", _DISABLED, "high", forced_tool_choice=True, fast_mode=False),
+    Generation("Opus 5.5", "opus-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=True),
+    Generation("Fable 5.1", "fable-5-1", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
+    Generation("Fable 5", "fable-5", _LOW, "xhigh", forced_tool_choice=True, fast_mode=True),
+    Generation("Haiku 5.5", "haiku-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
+    Generation(
+        "Sonnet 5.5",
+        "sonnet-5-5",
+        _BETWEEN_TOOLS,
+        "xhigh",
+        forced_tool_choice=False,
+        fast_mode=False,
+    ),
 )
 #: Every other anthropic-official id: Claude 4.7 and later without a token of their own
 #: (Opus 4.8, Opus 5, Sonnet 5), whose off switch is ``disabled``.
-_LATER: Final = Generation(None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True)
+_LATER: Final = Generation(
+    "Claude 4.7 and later", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
+)
 #: ant-messages, whatever the model: the endpoint decides how a level runs (05 §2.8).
-_COMPATIBLE: Final = Generation(None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True)
+_COMPATIBLE: Final = Generation(
+    "any model (ant-messages)", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
+)
 
 _EFFORTS: Final[Mapping[ThinkingLevel, str]] = {
     ThinkingLevel.LOW: "low",
