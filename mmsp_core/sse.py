@@ -119,8 +119,7 @@ class SSEDecoder(_Lifecycle):
                 del buf[: len(_BOM)]
             self._bom_checked = True
             start = 0
-        lf = buf.rfind(b"\n", start)
-        end = max(lf, buf.rfind(b"\r", max(start, lf)))
+        end = max(buf.rfind(b"\n", start), buf.rfind(b"\r", start))  # the last line ending
         events: list[SSEEvent] = []
         if end >= 0:
             block = bytes(buf[: end + 1])
