@@ -225,6 +225,14 @@ def _fidelity(d: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
     raise _fail(f"{path}.fidelity", f"expected an object or null, got {type(value).__name__}")
 
 
+def _float(value: int | float, path: str) -> float:
+    """``float(value)``; a JSON integer too large for a float is a ``WireFormatError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise _fail(path, "number out of range") from None
+
+
 def _floats(d: Mapping[str, Any], key: str, path: str) -> tuple[float, ...]:
     value = d.get(key)
     if not isinstance(value, list):
@@ -232,7 +240,9 @@ def _floats(d: Mapping[str, Any], key: str, path: str) -> tuple[float, ...]:
     for i, x in enumerate(value):
         if type(x) not in (int, float):
             raise _fail(f"{path}.{key}[{i}]", "expected a number")
-    return tuple(float(x) for x in value)
+    if all(type(x) is float for x in value):
+        return tuple(value)
+    return tuple(_float(x, f"{path}.{key}[{i}]") for i, x in enumerate(value))
 
 
 def _arguments(d: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -451,7 +461,7 @@ def _typed(kind: type | tuple[type, ...], name: str) -> Callable[[Any, str], Any
 
 _CONFIG_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
     "max_tokens": _typed(int, "an integer"),
-    "temperature": lambda v, p: float(_typed((int, float), "a number")(v, p)),
+    "temperature": lambda v, p: _float(_typed((int, float), "a number")(v, p), p),
     "tools": lambda v, p: _list_of(v, p, _tool),
     "tool_choice": _tool_choice,
     "thinking_level": lambda v, p: _enum(ThinkingLevel, v, p),
