@@ -8,11 +8,13 @@ tests can check that a response was closed at once.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import httpx
+import pytest
 
 from mmsp_core import JsonEventsMachine, StreamPipeline
 
@@ -74,3 +76,16 @@ def stop(prompt: int = 3, response: int = 2, finish: str = "stop") -> dict[str, 
 def json_pipeline(clock: Callable[[], int]) -> StreamPipeline:
     """A pipeline whose SSE events are client events in wire JSON (``JsonEventsMachine``)."""
     return StreamPipeline(JsonEventsMachine("test"), client="test", clock=clock)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see no client-related environment variable unless they set one.
+
+    Import it into a test module to apply it there (it is ``autouse``).
+    """
+    for name in list(os.environ):
+        if name in ("CLIENT_TYPE", "MMSP_DEBUG", "MMSP_CACHE_DIR") or name.endswith(
+            ("_API_KEY", "_BASE_URL")
+        ):
+            monkeypatch.delenv(name)

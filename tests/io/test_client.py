@@ -1,0 +1,490 @@
+"""``AutoLLMClient`` over httpx.MockTransport with real protocol bodies (spec 02 §8-§9, 08 D21).
+
+Bodies are written by ``adapters.render`` (the mirror of each protocol's machine), so every
+test runs the real request builder, driver and machine of the client type.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from httpfakes import Body, clean_environment, mock_client
+
+import adapters
+import mmsp_io.client
+from mmsp_core import (
+    ConcurrentCallError,
+    FinishReason,
+    ImageUrlDone,
+    IncompleteStreamError,
+    InvalidMessageError,
+    ProviderHTTPError,
+    ProviderStreamError,
+    StreamTimeoutError,
+    TextDelta,
+    TextDone,
+    ThinkingDone,
+    UniMessage,
+    UnknownEventError,
+    UnsupportedParameterError,
+    UsageMetadata,
+    WireFormatError,
+)
+from mmsp_core.testing import assert_stream_grammar
+from mmsp_io import AutoLLMClient, Timeouts
+
+pytestmark = pytest.mark.anyio
+__all__ = ["clean_environment"]
+
+KEY = "sk-test-0123"
+BASE = "https://gateway.test/v1"
+USAGE = UsageMetadata(0, 5, None, 2)
+HELLO = adapters.render("openai-responses", [TextDone("Hello world")], USAGE, "stop",
+                        fragment_size=4)
+#: The body up to the end of its first text delta event.
+FIRST_DELTA = HELLO[: HELLO.rindex(b"\n\n", 0, HELLO.index(b"o wo")) + 2]
+USER = {"role": "user", "content_items": [{"type": "text.done", "text": "Hi"}]}
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+Reply = Callable[[], httpx.Response] | Exception
+
+
+class Provider:
+    """A scripted provider: each request gets the next reply, the last one repeats.
+
+    A reply is a function making a fresh response (a response body streams only once) or an
+    exception to raise, as a transport does when no response comes. Requests are recorded.
+    """
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply()
+
+    def body(self, index: int = -1) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+def ok(body: bytes = HELLO) -> Callable[[], httpx.Response]:
+    return lambda: httpx.Response(200, stream=Body(body))
+
+
+def streaming(*steps: Any) -> Callable[[], httpx.Response]:
+    return lambda: httpx.Response(200, stream=Body(*steps))
+
+
+def answer(status: int, **options: Any) -> Callable[[], httpx.Response]:
+    return lambda: httpx.Response(status, **options)
+
+
+def make(provider: Callable[[httpx.Request], httpx.Response], **options: Any) -> AutoLLMClient:
+    options.setdefault("client_type", "openai-responses")
+    options.setdefault("api_key", KEY)
+    options.setdefault("base_url", BASE)
+    return AutoLLMClient("gpt-6", http_client=mock_client(provider), **options)
+
+
+async def collect(stream: Any) -> list[Any]:
+    return [event async for event in stream]
+
+
+# -- the happy path ---------------------------------------------------------------------------
+
+
+async def test_streams_the_public_events_of_an_authenticated_request() -> None:
+    provider = Provider(ok())
+    before = time.time_ns() // 1_000_000
+    events = await collect(make(provider).streaming_response([USER], None))
+    after = time.time_ns() // 1_000_000
+    assert_stream_grammar(events)
+    assert [e.content_items[0] for e in events[:-1]] == [
+        TextDelta("Hell"), TextDelta("o wo"), TextDelta("rld"), TextDone("Hello world")
+    ]
+    assert (events[-1].usage_metadata, events[-1].finish_reason) == (USAGE, FinishReason.STOP)
+    assert all(before <= e.created_at <= after for e in events)
+    (request,) = provider.requests
+    assert str(request.url) == BASE + "/responses"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert provider.body()["model"] == "gpt-6"
+    assert provider.body()["input"][0]["content"] == [{"type": "input_text", "text": "Hi"}]
+
+
+async def test_default_headers_win_over_the_client_headers_credentials_included() -> None:
+    provider = Provider(ok())
+    client = make(provider, default_headers={"Authorization": "Bearer other", "X-Trace": "1"})
+    await collect(client.streaming_response([USER], None))
+    headers = provider.requests[0].headers
+    assert headers["authorization"] == "Bearer other"
+    assert headers["x-trace"] == "1"
+    assert headers.get_list("authorization") == ["Bearer other"]
+
+
+async def test_preflight_works_on_copies_of_values_and_dicts() -> None:
+    provider = Provider(ok())
+    value = UniMessage("user", (TextDone("One"),))
+    legacy = {"role": "user", "content_items": [{"type": "text", "text": "Two"}]}
+    legacy_before = json.loads(json.dumps(legacy))
+    client = make(provider)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        await collect(client.streaming_response([value, legacy], None))
+    assert value.created_at is None
+    assert legacy == legacy_before
+    texts = [m["content"][0]["text"] for m in provider.body()["input"]]
+    assert texts == ["One", "Two"]
+
+
+async def test_a_message_that_cannot_be_read_is_refused_before_any_request() -> None:
+    provider = Provider(ok())
+    broken = {"role": "user", "content_items": [{"type": "text.done", "text": 5}]}
+    with pytest.raises(InvalidMessageError) as caught:
+        await collect(make(provider).streaming_response([USER, broken], None))
+    assert (caught.value.message_index, caught.value.item_type) == (1, "text.done")
+    assert isinstance(caught.value.__cause__, WireFormatError)
+    assert provider.requests == []
+
+
+async def test_an_empty_message_is_refused_before_any_request() -> None:
+    provider = Provider(ok())
+    empty = UniMessage("user", ())
+    with pytest.raises(InvalidMessageError) as caught:
+        await collect(make(provider).streaming_response([USER, empty], None))
+    assert caught.value.message_index == 1
+    assert provider.requests == []
+
+
+async def test_a_config_error_comes_before_message_conversion_and_any_request() -> None:
+    provider = Provider(ok())
+    only_thinking = UniMessage("user", (ThinkingDone("hmm"),))
+    with pytest.raises(UnsupportedParameterError) as caught:
+        await collect(make(provider).streaming_response(
+            [only_thinking], {"prompt_caching": "disable"}))
+    assert caught.value.parameter == "prompt_caching"
+    assert provider.requests == []
+
+
+# -- retries (08 D21) -------------------------------------------------------------------------
+
+
+def refusal(status: int, **headers: str) -> Callable[[], httpx.Response]:
+    return answer(status, json={"error": {"type": "busy", "message": "try later"}},
+                  headers=headers)
+
+
+async def test_retries_before_the_first_event_then_streams() -> None:
+    provider = Provider(
+        refusal(503, **{"retry-after": "0"}),
+        httpx.ConnectError("connection refused"),
+        refusal(429, **{"retry-after-ms": "0"}),
+        ok(),
+    )
+    events = await collect(make(provider, max_retries=3).streaming_response([USER], None))
+    assert events[-1].event_type == "stop"
+    assert len(provider.requests) == 4
+
+
+async def test_gives_up_after_max_retries() -> None:
+    provider = Provider(refusal(429, **{"retry-after": "0"}))
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(make(provider, max_retries=1).streaming_response([USER], None))
+    assert caught.value.status == 429
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_client_errors_are_not_retried(status: int) -> None:
+    provider = Provider(refusal(status), ok())
+    with pytest.raises(ProviderHTTPError):
+        await collect(make(provider).streaming_response([USER], None))
+    assert len(provider.requests) == 1
+
+
+async def test_a_long_retry_after_is_not_waited_for() -> None:
+    provider = Provider(refusal(429, **{"retry-after": "3600"}), ok())
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(make(provider).streaming_response([USER], None))
+    assert caught.value.retry_after == 3600
+    assert len(provider.requests) == 1
+
+
+async def test_retry_after_is_honoured() -> None:
+    provider = Provider(refusal(503, **{"retry-after-ms": "300"}), ok())
+    started = anyio.current_time()
+    await collect(make(provider).streaming_response([USER], None))
+    assert anyio.current_time() - started >= 0.3
+    assert len(provider.requests) == 2
+
+
+async def test_backoff_without_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mmsp_io.client, "_RETRY_BASE", 0.01)
+    provider = Provider(refusal(500), refusal(502), ok())
+    await collect(make(provider).streaming_response([USER], None))
+    assert len(provider.requests) == 3
+
+
+OVERLOADED = (b'event: error\ndata: {"type":"error","code":"server_error",'
+              b'"message":"The server is overloaded"}\n\n')
+
+
+async def test_an_in_stream_overload_before_content_is_retried() -> None:
+    provider = Provider(ok(OVERLOADED), ok())
+    events = await collect(make(provider).streaming_response([USER], None))
+    assert events[-1].event_type == "stop"
+    assert len(provider.requests) == 2
+
+
+async def test_nothing_is_retried_after_an_event_was_yielded() -> None:
+    provider = Provider(ok(FIRST_DELTA + OVERLOADED), ok())
+    events: list[Any] = []
+    with pytest.raises(ProviderStreamError) as caught:
+        async for event in make(provider).streaming_response([USER], None):
+            events.append(event)
+    assert [e.content_items for e in events] == [(TextDelta("Hell"),)]
+    assert caught.value.retryable
+    assert len(provider.requests) == 1
+
+
+# -- timeouts, strictness ------------------------------------------------------------------------
+
+
+async def test_per_call_timeouts_replace_the_clients() -> None:
+    provider = Provider(streaming(FIRST_DELTA, 30.0))
+    client = make(provider, timeouts=Timeouts(idle=60.0))
+    with pytest.raises(StreamTimeoutError) as caught:
+        await collect(client.streaming_response([USER], None, timeouts=Timeouts(idle=0.1)))
+    assert (caught.value.which, caught.value.seconds) == ("idle", 0.1)
+
+
+UNKNOWN = b'event: mmsp_test_unknown\ndata: {"type":"mmsp_test_unknown"}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("debug", "strict", "raises"),
+    [("1", None, True), (" Yes ", None, True), ("off", None, False), ("", None, False),
+     ("1", False, False), ("0", True, True)],
+)
+async def test_strict_mode_from_mmsp_debug_or_the_constructor(
+    monkeypatch: pytest.MonkeyPatch, debug: str, strict: bool | None, raises: bool
+) -> None:
+    monkeypatch.setenv("MMSP_DEBUG", debug)
+    client = make(Provider(ok(UNKNOWN + HELLO)), strict=strict)
+    if raises:
+        with pytest.raises(UnknownEventError):
+            await collect(client.streaming_response([USER], None))
+    else:
+        events = await collect(client.streaming_response([USER], None))
+        assert events[-1].event_type == "stop"
+
+
+# -- closing -----------------------------------------------------------------------------------
+
+
+async def test_closing_the_generator_early_closes_the_response() -> None:
+    body = Body(FIRST_DELTA, 30.0)
+    stream = make(Provider(lambda: httpx.Response(200, stream=body))).streaming_response(
+        [USER], None)
+    first = await stream.__anext__()
+    assert first.content_items == (TextDelta("Hell"),)
+    await stream.aclose()
+    assert body.closed
+
+
+async def test_own_http_client_is_closed_a_callers_is_not() -> None:
+    async with AutoLLMClient("gpt-6", api_key=KEY) as own:
+        http = own._http
+    assert http.is_closed
+    callers = mock_client(Provider(ok()))
+    async with AutoLLMClient("gpt-6", api_key=KEY, http_client=callers):
+        pass
+    assert not callers.is_closed
+
+
+# -- stateful calls and history (spec 02 §9) ---------------------------------------------------
+
+
+async def test_a_stateful_turn_is_recorded_before_the_stop_is_yielded() -> None:
+    provider = Provider(ok())
+    client = make(provider)
+    seen_at_stop = None
+    async for event in client.streaming_response_stateful(USER, None):
+        if event.event_type == "stop":
+            seen_at_stop = client.get_history()
+            stop = event
+    assert seen_at_stop is not None
+    user, assistant = seen_at_stop
+    assert user.content_items == (TextDone("Hi"),)
+    assert user.created_at is not None
+    assert assistant == UniMessage("assistant", (TextDone("Hello world"),), USAGE,
+                                   FinishReason.STOP, stop.created_at)
+
+
+async def test_the_next_turn_sends_history_plus_the_new_message() -> None:
+    provider = Provider(ok())
+    client = make(provider)
+    await collect(client.streaming_response_stateful(USER, None))
+    await collect(client.streaming_response_stateful(
+        {"role": "user", "content_items": [{"type": "text.done", "text": "Again"}]}, None))
+    roles = [m.get("role") for m in provider.body()["input"]]
+    assert roles == ["user", "assistant", "user"]
+    assert len(client.get_history()) == 4
+
+
+async def test_history_is_untouched_after_a_failure() -> None:
+    cut = httpx.ReadError("reset")
+    provider = Provider(ok(), streaming(FIRST_DELTA, cut))
+    client = make(provider)
+    await collect(client.streaming_response_stateful(USER, None))
+    before = client.get_history()
+    with pytest.raises(IncompleteStreamError):
+        await collect(client.streaming_response_stateful(USER, None))
+    assert client.get_history() == before
+    with pytest.raises(InvalidMessageError):
+        await collect(client.streaming_response_stateful(UniMessage("user", ()), None))
+    assert client.get_history() == before
+
+
+async def test_set_get_and_clear_history() -> None:
+    client = make(Provider(ok()))
+    client.set_history([USER, {"role": "assistant",
+                               "content_items": [{"type": "text.done", "text": "Yo"}]}])
+    history = client.get_history()
+    assert [m.content_items[0].text for m in history] == ["Hi", "Yo"]
+    history.clear()
+    assert len(client.get_history()) == 2
+    client.clear_history()
+    assert client.get_history() == []
+
+
+async def test_a_second_stateful_call_while_one_is_in_flight() -> None:
+    client = make(Provider(ok()))
+    first = client.streaming_response_stateful(USER, None)
+    await first.__anext__()
+    with pytest.raises(ConcurrentCallError):
+        await collect(client.streaming_response_stateful(USER, None))
+    await collect(first)
+    await collect(client.streaming_response_stateful(USER, None))
+    assert len(client.get_history()) == 4
+
+
+# -- list_models (spec 04 §5) -----------------------------------------------------------------
+
+
+MODELS = {"data": [{"id": "gpt-6"}, {"id": "claude-opus-5"}, {"id": "text-embedding-3-small"},
+                   {"id": "vendor/other"}]}
+
+
+async def test_list_models_of_a_deduced_client_keeps_its_family() -> None:
+    provider = Provider(answer(200, json=MODELS))
+    client = AutoLLMClient("gpt-6", api_key=KEY, http_client=mock_client(provider))
+    assert await client.list_models() == ["gpt-6", "text-embedding-3-small"]
+    request = provider.requests[0]
+    assert (request.method, str(request.url)) == ("GET", "https://api.openai.com/v1/models")
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_list_models_of_a_named_client_is_the_whole_list() -> None:
+    provider = Provider(answer(200, json=MODELS))
+    assert await make(provider).list_models() == [m["id"] for m in MODELS["data"]]
+
+
+async def test_list_models_follows_anthropic_pages() -> None:
+    provider = Provider(
+        answer(200, json={"data": [{"id": "claude-a"}], "has_more": True,
+                          "last_id": "claude-a"}),
+        answer(200, json={"data": [{"id": "claude-b"}], "has_more": False}),
+    )
+    client = AutoLLMClient("claude-opus-5", api_key=KEY, http_client=mock_client(provider))
+    assert await client.list_models() == ["claude-a", "claude-b"]
+    assert [str(r.url) for r in provider.requests] == [
+        "https://api.anthropic.com/v1/models",
+        "https://api.anthropic.com/v1/models?after_id=claude-a",
+    ]
+    assert provider.requests[0].headers["x-api-key"] == KEY
+
+
+# -- remote images (08 D37) ---------------------------------------------------------------------
+
+
+IMAGE_URL = "https://images.test/cat.png"
+CHAT_BODY = adapters.render("openai-chat", [TextDone("A cat.")], USAGE, "stop")
+
+
+def image_message(url: str = IMAGE_URL) -> dict[str, Any]:
+    return {"role": "user", "content_items": [{"type": "text.done", "text": "What is it?"},
+                                              {"type": "image_url.done", "image_url": url}]}
+
+
+def chat_client(image: httpx.Response, seen: list[httpx.Request]) -> AutoLLMClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.host == "images.test":
+            return image
+        return httpx.Response(200, stream=Body(CHAT_BODY))
+
+    return AutoLLMClient("gpt-6", client_type="openai-chat", api_key=KEY, base_url=BASE,
+                         http_client=mock_client(handler))
+
+
+async def test_remote_images_are_inlined_without_credentials_for_clients_that_need_bytes() -> None:
+    seen: list[httpx.Request] = []
+    client = chat_client(httpx.Response(200, content=PNG, headers={"content-type": "image/png"}),
+                         seen)
+    message = image_message()
+    events = await collect(client.streaming_response_stateful(message, None))
+    assert events[-1].event_type == "stop"
+    fetch, model_request = seen
+    assert str(fetch.url) == IMAGE_URL
+    assert "authorization" not in fetch.headers
+    parts = json.loads(model_request.content)["messages"][0]["content"]
+    data_uri = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert {"type": "image_url", "image_url": {"url": data_uri}} in parts
+    # History keeps what the caller sent, not the inlined copy.
+    assert client.get_history()[0].content_items[1] == ImageUrlDone(IMAGE_URL)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (httpx.Response(404, text="not found"), "404"),
+        (httpx.Response(200, content=b"<html>", headers={"content-type": "text/html"}),
+         "text/html"),
+        (httpx.Response(200, content=PNG * 10, headers={"content-type": "image/png"}),
+         "larger than"),
+    ],
+    ids=["404", "not-an-image", "too-large"],
+)
+async def test_an_image_that_cannot_be_fetched_is_an_invalid_message(
+    monkeypatch: pytest.MonkeyPatch, reply: httpx.Response, reason: str
+) -> None:
+    monkeypatch.setattr(mmsp_io.client, "IMAGE_LIMIT", len(PNG) * 5)
+    seen: list[httpx.Request] = []
+    client = chat_client(reply, seen)
+    with pytest.raises(InvalidMessageError) as caught:
+        await collect(client.streaming_response([USER, image_message()], None))
+    assert (caught.value.item_type, caught.value.message_index) == ("image_url", 1)
+    assert reason in caught.value.detail
+    assert [r.url.host for r in seen] == ["images.test"]
+
+
+async def test_clients_that_take_urls_do_not_fetch_images() -> None:
+    provider = Provider(ok())
+    await collect(make(provider).streaming_response([image_message()], None))
+    assert [r.url.host for r in provider.requests] == ["gateway.test"]
+    assert IMAGE_URL in provider.requests[0].content.decode()
