@@ -497,6 +497,27 @@ def config_from_wire(d: Any) -> UniConfig:
 # -- errors -------------------------------------------------------------------------------
 
 
+def _nullable(read: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    return lambda v, p: None if v is None else read(v, p)
+
+
+_number = _typed((int, float), "a number")
+
+#: Readers of error fields, by the field's declared type in ``mmsp_core.errors``.
+_ERROR_FIELD_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
+    "str": _typed(str, "a string"),
+    "str | None": _nullable(_typed(str, "a string")),
+    "int": _typed(int, "an integer"),
+    "int | None": _nullable(_typed(int, "an integer")),
+    "float": lambda v, p: _float(_number(v, p), p),
+    "float | None": _nullable(lambda v, p: _float(_number(v, p), p)),
+    "int | str | None": _nullable(_typed((int, str), "an integer or a string")),
+    "tuple[str, ...]": lambda v, p: _list_of(v, p, _typed(str, "a string")),
+    "UsageMetadata | None": usage_from_wire,
+    "Mapping[str, Any]": lambda v, p: dict(_obj(v, p)),
+}
+
+
 def error_from_wire(d: Any) -> MMSPError:
     """Rebuild an error from ``{"error": {"type", "message", **fields}}`` (spec 03 §3).
 
@@ -519,18 +540,13 @@ def error_from_wire(d: Any) -> MMSPError:
             name,
             dict(inner),
         )
-    kwargs: dict[str, Any] = {}
-    for field in attrs.fields(cls):
-        if field.name not in inner:
-            continue
-        value = inner[field.name]
-        if field.name == "usage_metadata":
-            value = usage_from_wire(value, f"error.{field.name}")
-        elif field.name == "missing":
-            if not isinstance(value, list):
-                raise _fail("error.missing", "expected a list")
-            value = tuple(value)
-        kwargs[field.name] = value
+    kwargs = {
+        field.name: _ERROR_FIELD_READERS[str(field.type)](
+            inner[field.name], f"error.{field.name}"
+        )
+        for field in attrs.fields(cls)
+        if field.name in inner
+    }
     try:
         return cls(**kwargs)
     except TypeError as exc:
