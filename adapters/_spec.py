@@ -7,7 +7,7 @@ protocol is a new module plus one line there, and nothing else dispatches on pro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, final
 
 import attrs
@@ -71,7 +71,3 @@ class WireProtocol:
     render: Render
     #: ``True`` when the response body is an event stream; ``False`` for one JSON body.
     event_stream: bool = True
-    #: Builds the ``GET`` request of ``list_models`` (path relative to the base URL).
-    list_models_path: str = "/models"
-    #: Reads model ids out of one ``list_models`` response page.
-    parse_model_list: Callable[[bytes], list[str]] | None = None
