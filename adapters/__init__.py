@@ -143,7 +143,9 @@ def decode(
         yield event  # type: ignore[misc]
 
 
-def coerce_messages(client: str, messages: Sequence[UniMessage | Mapping[str, Any]]) -> list[UniMessage]:
+def coerce_messages(
+    client: str, messages: Sequence[UniMessage | Mapping[str, Any]]
+) -> list[UniMessage]:
     """Read messages given as values or wire dicts (08 D47).
 
     Dicts are legacy-normalised, then read with ``message_from_wire``.

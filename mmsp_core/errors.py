@@ -289,8 +289,18 @@ class EmptyResponseError(MMSPError):
         )
 
 
-_RETRYABLE_WORDS: Final = ("overload", "api_error", "rate_limit", "rate-limit", "ratelimit", "server_error",
-                           "internal", "unavailable", "resource_exhausted", "timeout")
+_RETRYABLE_WORDS: Final = (
+    "overload",
+    "api_error",
+    "rate_limit",
+    "rate-limit",
+    "ratelimit",
+    "server_error",
+    "internal",
+    "unavailable",
+    "resource_exhausted",
+    "timeout",
+)
 _RETRYABLE_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
