@@ -108,9 +108,6 @@ class _Item:
     streamed: bool = False
 
 
-_EMPTY: Final[list[UniEvent]] = []
-
-
 def _delta(item: TextDelta | ThinkingDelta | ToolCallDelta) -> list[UniEvent]:
     return [UniEvent(event_type="delta", content_items=(item,))]
 
@@ -144,7 +141,7 @@ class ResponsesMachine:
             ProviderStreamError: the provider reported an error (08 D4).
         """
         if sse.data == "[DONE]":  # a sentinel some proxies append; the stream ends anyway
-            return _EMPTY
+            return []
         try:
             data = json.loads(sse.data)
         except ValueError as exc:
@@ -163,14 +160,14 @@ class ResponsesMachine:
 
     def finish(self) -> list[UniEvent]:
         """Nothing is held back: completeness is the finalizer's to judge."""
-        return _EMPTY
+        return []
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _unknown(self, event: str, detail: str | None) -> list[UniEvent]:
         if self._strict:
             raise UnknownEventError(self._client, event, detail=detail)
-        return _EMPTY
+        return []
 
     def _malformed(self, data: _Json, reason: str) -> MalformedEventError:
         event = json.dumps(data, ensure_ascii=False)
@@ -235,7 +232,7 @@ class ResponsesMachine:
     # -- handlers: each returns client events, or None when the event is out of place ------
 
     def _skip(self, data: _Json) -> list[UniEvent] | None:
-        return _EMPTY
+        return []
 
     def _item_added(self, data: _Json) -> list[UniEvent] | None:
         item = self._field(data, "item", Mapping)
@@ -258,24 +255,24 @@ class ResponsesMachine:
         if kind is _Kind.CALL:
             name = self._call_name(data, item)
             return _delta(ToolCallDelta(name, self._new_call_id(item), "", opened.ident))
-        return _EMPTY
+        return []
 
     def _text_delta(self, data: _Json) -> list[UniEvent] | None:
         item = self._target(data, _Kind.MESSAGE)
         if item is None or item.kind is _Kind.SKIPPED:
-            return None if item is None else _EMPTY
+            return None if item is None else []
         return _delta(TextDelta(self._field(data, "delta", str), item.ident))
 
     def _reasoning_delta(self, data: _Json) -> list[UniEvent] | None:
         item = self._target(data, _Kind.REASONING)
         if item is None or item.kind is _Kind.SKIPPED:
-            return None if item is None else _EMPTY
+            return None if item is None else []
         return _delta(ThinkingDelta(self._field(data, "delta", str), item.ident))
 
     def _arguments_delta(self, data: _Json) -> list[UniEvent] | None:
         item = self._target(data, _Kind.CALL, _Kind.WHOLE_CALL)
         if item is None or item.kind is not _Kind.CALL:
-            return None if item is None else _EMPTY
+            return None if item is None else []
         delta = self._field(data, "delta", str)
         item.streamed = item.streamed or bool(delta)
         return _delta(ToolCallDelta("", "", delta, item.ident))
@@ -283,14 +280,14 @@ class ResponsesMachine:
     def _unstreamed_arguments(self, item: _Item, arguments: object) -> list[UniEvent]:
         """Emit a call's whole arguments when none streamed (LM Studio); else nothing."""
         if item.streamed or not isinstance(arguments, str) or not arguments:
-            return _EMPTY
+            return []
         item.streamed = True
         return _delta(ToolCallDelta("", "", arguments, item.ident))
 
     def _arguments_done(self, data: _Json) -> list[UniEvent] | None:
         item = self._target(data, _Kind.CALL, _Kind.WHOLE_CALL)
         if item is None or item.kind is not _Kind.CALL:
-            return None if item is None else _EMPTY
+            return None if item is None else []
         return self._unstreamed_arguments(item, data.get("arguments"))
 
     def _item_done(self, data: _Json) -> list[UniEvent] | None:
@@ -314,7 +311,7 @@ class ResponsesMachine:
                 raise self._malformed(data, "a function_call's arguments must be a string")
             name = self._call_name(data, wire_item)
             return _delta(ToolCallDelta(name, self._new_call_id(wire_item), arguments, item.ident))
-        return _EMPTY
+        return []
 
     def _reasoning_fidelity(self, item: _Item, wire_item: _Json) -> list[UniEvent]:
         """The fidelity of a finished reasoning item (spec 06 §2, 01 §5)."""
@@ -327,7 +324,7 @@ class ResponsesMachine:
             if wire_item.get(key) is not None:
                 fidelity[key] = wire_item[key]
         if len(fidelity) == 1:
-            return _EMPTY
+            return []
         return _delta(ThinkingDelta("", fidelity))
 
     def _terminal(self, data: _Json) -> list[UniEvent] | None:

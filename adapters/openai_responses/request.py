@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from mmsp_core.errors import (
     InvalidMessageError,
@@ -61,24 +61,34 @@ _L = ThinkingLevel
 #: Each level sent as itself.
 _IDENTITY: Final[Mapping[ThinkingLevel, str]] = {level: level.value for level in ThinkingLevel}
 
-#: ``reasoning.effort`` rows (05 §2.2, §2.6, §2.7): (clients, tokens the lower-cased id must
-#: contain, tokens it must not contain, level -> effort). The first matching row wins.
-_EFFORT_ROWS: Final[
-    tuple[tuple[frozenset[str], tuple[str, ...], tuple[str, ...], Mapping[ThinkingLevel, str]], ...]
-] = (
-    # GPT-6 except Luna rejects "none": it runs at the lowest effort it has (05 §2.2).
-    (_OPENAI_CLIENTS, ("gpt-6",), ("gpt-6-luna",), {**_IDENTITY, _L.NONE: "low"}),
-    (_OPENAI_CLIENTS, (), (), _IDENTITY),
-    (
-        frozenset({DEEPSEEK_OFFICIAL}),
-        (),
-        (),
-        {**_IDENTITY, _L.MEDIUM: "high", _L.XHIGH: "high"},
+#: The token of MiniMax M3.1-Flash in a lower-cased model id (05 §1).
+_M31 = "m3.1"
+
+
+class _EffortRow(NamedTuple):
+    """One generation row of ``reasoning.effort`` (05 §2): it applies to ``clients`` when the
+    lower-cased id contains every token of ``needs`` and none of ``refuses``."""
+
+    clients: frozenset[str]
+    needs: tuple[str, ...]
+    refuses: tuple[str, ...]
+    efforts: Mapping[ThinkingLevel, str]
+
+
+#: The first matching row wins; the last row of each client matches every id.
+_EFFORT_ROWS: Final = (
+    # 05 §2.2: GPT-6 except Luna rejects "none" and runs at its lowest effort instead.
+    _EffortRow(_OPENAI_CLIENTS, ("gpt-6",), ("gpt-6-luna",), {**_IDENTITY, _L.NONE: "low"}),
+    _EffortRow(_OPENAI_CLIENTS, (), (), _IDENTITY),
+    # 05 §2.6: every DeepSeek model.
+    _EffortRow(
+        frozenset({DEEPSEEK_OFFICIAL}), (), (), {**_IDENTITY, _L.MEDIUM: "high", _L.XHIGH: "high"}
     ),
-    # MiniMax M3.1-Flash always reasons (05 §2.7).
-    (frozenset({MINIMAX_OFFICIAL}), ("m3.1",), (), {**_IDENTITY, _L.NONE: "low"}),
-    # MiniMax M3 stops at high.
-    (frozenset({MINIMAX_OFFICIAL}), (), (), {**_IDENTITY, _L.XHIGH: "high", _L.MAX: "high"}),
+    # 05 §2.7: MiniMax M3.1-Flash always reasons; M3 stops at high.
+    _EffortRow(frozenset({MINIMAX_OFFICIAL}), (_M31,), (), {**_IDENTITY, _L.NONE: "low"}),
+    _EffortRow(
+        frozenset({MINIMAX_OFFICIAL}), (), (), {**_IDENTITY, _L.XHIGH: "high", _L.MAX: "high"}
+    ),
 )
 
 #: DeepSeek ids that take no images: the last ``/``-segment of the lower-cased id (05 §1).
@@ -92,18 +102,18 @@ def _check_client(client: str, model: str) -> None:
 
 def _is_minimax_m31(key: str) -> bool:
     """MiniMax M3.1-Flash rules apply when the lower-cased id contains ``m3.1`` (05 §1)."""
-    return "m3.1" in key
+    return _M31 in key
 
 
 def _effort(client: str, key: str, level: ThinkingLevel) -> str:
     """Map a thinking level to ``reasoning.effort``; never raises (05 §1 rule 4)."""
-    for clients, needs, refuses, efforts in _EFFORT_ROWS:
+    for row in _EFFORT_ROWS:
         if (
-            client in clients
-            and all(token in key for token in needs)
-            and not any(token in key for token in refuses)
+            client in row.clients
+            and all(token in key for token in row.needs)
+            and not any(token in key for token in row.refuses)
         ):
-            return efforts[ThinkingLevel(level)]
+            return row.efforts[ThinkingLevel(level)]
     raise AssertionError(f"no effort row for {client}")  # the last row of each client is total
 
 
