@@ -37,8 +37,8 @@ and *how* to send it: ``chunk_size`` (bytes per write; default one write per SSE
 ``delay`` (seconds before each write), ``error_after`` (keep that many events of the body, then
 send the protocol's in-stream overload error), ``cut_after`` (close the connection after that
 many body bytes), ``stall_at`` (stop sending after that many body bytes and hold the connection
-open, sending ``: keep-alive`` comments every ``keepalive`` seconds if set) and
-``stall_before_headers`` (never answer at all).
+open, sending ``: keep-alive`` comments every ``keepalive`` seconds if set: pick an offset
+between two events then, as a server would) and ``stall_before_headers`` (never answer at all).
 
 What the simulator saw: ``sim.requests`` lists every request (method, path, headers, raw and
 parsed body, protocol) in arrival order; ``sim.disconnects`` lists the requests whose client
