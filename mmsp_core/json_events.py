@@ -36,14 +36,16 @@ class JsonEventsMachine:
         """
         try:
             obj = json.loads(sse.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep a nesting is a RecursionError
             raise MalformedEventError(self._client, sse.data, detail="not JSON") from None
         try:
             if type(obj) is dict and "error" in obj:
-                raise error_from_wire(obj)
-            return [event_from_wire(obj)]
+                reported = error_from_wire(obj)
+            else:
+                return [event_from_wire(obj)]
         except WireFormatError as exc:
             raise MalformedEventError(self._client, sse.data, detail=str(exc)) from exc
+        raise reported
 
     def finish(self) -> list[UniEvent]:
         """Nothing is held between events."""
