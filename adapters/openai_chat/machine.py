@@ -25,7 +25,7 @@ items, in this order (a chunk may end the thinking and start the answer):
 3. each ``tool_calls`` fragment: a new call when its ``index`` or non-empty ``id`` differs
    from the current call's, or, when the gateway sends neither, when it has a name; a
    continuing fragment's repeated name is blanked; a call without id is ``call_<n>``
-   (08 D6, D42, D43).
+   (08 D6, D42, D43); a call that would begin without a name is out of place (08 D45).
 
 Chat gives items no ids, so the item id (``fidelity["item_id"]``) is the wire field name.
 A finish reason or usage makes the event a ``stop`` event (items stay on it). Usage is read
@@ -160,7 +160,9 @@ class ChatMachine:
                 if text:
                     items.append(TextDelta(text, {"item_id": field}))
             for fragment in _get(delta, "tool_calls", list) or ():
-                items.append(self._tool_call(fragment))
+                call = self._tool_call(fragment, sse)
+                if call is not None:
+                    items.append(call)
             reason = _get(choice, "finish_reason", str)
             if reason:
                 finish = FINISH_REASONS.get(reason, FinishReason.UNKNOWN)
@@ -216,8 +218,12 @@ class ChatMachine:
             self._encrypted_blocks += 1
         return ThinkingDelta(text, fidelity)
 
-    def _tool_call(self, fragment: Any) -> ToolCallDelta:
-        """Turn one ``tool_calls`` entry into a fragment, starting calls per 08 D6."""
+    def _tool_call(self, fragment: Any, sse: SSEEvent) -> ToolCallDelta | None:
+        """Turn one ``tool_calls`` entry into a fragment, starting calls per 08 D6.
+
+        A fragment that would begin a call but names no function is out of place (08 D45):
+        skipped (``None``), or ``UnknownEventError`` in strict mode.
+        """
         if not isinstance(fragment, dict):
             raise _BadField("a tool call is not a JSON object")
         function = _get(fragment, "function", dict) or {}
@@ -235,6 +241,10 @@ class ChatMachine:
             )
         if not begins:
             return ToolCallDelta("", "", arguments, {"item_id": "tool_calls"})
+        if not name:
+            if self._strict:
+                raise UnknownEventError(self._client, sse.data, detail="a tool call without a name")
+            return None
         self._call_open = True
         self._call_index = index
         self._call_wire_id = wire_id

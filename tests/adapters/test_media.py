@@ -72,6 +72,13 @@ def test_jpeg_fill_bytes_and_standalone_markers_are_skipped() -> None:
     assert image_dimensions(data) == (77, 66)
 
 
+def test_jpeg_frame_behind_100_kib_of_metadata() -> None:
+    # EXIF can fill several APP1 segments (at most 65,533 payload bytes each) before the frame.
+    app1 = b"".join(b"\xff\xe1" + struct.pack(">H", 2 + n) + bytes(n) for n in (65_533, 36_867))
+    data = jpeg(8000, 6000)
+    assert image_dimensions(data[:2] + app1 + data[2:]) == (8000, 6000)
+
+
 def test_jpeg_without_a_frame_before_scan_is_unknown() -> None:
     assert image_dimensions(b"\xff\xd8\xff\xda\x00\x02\xff\xd9") is None
 

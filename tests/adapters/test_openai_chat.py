@@ -360,6 +360,15 @@ def test_a_different_id_on_the_same_index_begins_a_call() -> None:
     assert done(events) == [ToolCallDone("a", "x", {}), ToolCallDone("b", "y", {})]
 
 
+def test_a_call_that_would_begin_without_a_name_is_out_of_place() -> None:
+    body = chunk({"tool_calls": [call(0, id="x", args="{}")]}) + chunk({"content": "ok"}) + END
+    events, error = outcome_every_way(body)
+    assert error is None
+    assert done(events) == [TextDone("ok")]  # skipped (08 D45)
+    _, strict_error = outcome_every_way(body, strict=True)
+    assert isinstance(strict_error, UnknownEventError)
+
+
 def test_both_reasoning_fields_count_once_without_a_reasoning_field() -> None:
     body = chunk({"reasoning_content": "Hm", "reasoning": "Hm"}) + chunk({"content": "ok"})
     events, _ = outcome_every_way(body + END)
