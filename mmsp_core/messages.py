@@ -87,4 +87,6 @@ def normalize_legacy_messages(messages: Sequence[_M]) -> list[_M]:
     one ``FutureWarning`` (spec 01 §9, 08 D39). Values (``UniMessage``) cannot hold legacy
     types and pass through unchanged.
     """
-    return [_normalize_one(m) for m in messages]
+    # map, not a comprehension: a comprehension is a frame of its own on Python 3.11, and the
+    # warning's stacklevel must reach the caller.
+    return list(map(_normalize_one, messages))
