@@ -39,6 +39,7 @@ that is not a JSON object, raises ``MalformedEventError``.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 from collections.abc import Callable, Mapping
@@ -135,9 +136,8 @@ class ChatMachine:
                 self._client, provider_message=sse.data, usage_metadata=self._usage
             ) from None
         if isinstance(body, dict):
-            self._read_usage(body)
-            raise self._provider_error(body.get("error", body))
-        raise self._provider_error(body)
+            raise self._provider_error(body.get("error", body), body)
+        raise self._provider_error(body, {})
 
     def _on_chunk(self, sse: SSEEvent) -> UniEvent:
         try:
@@ -146,9 +146,9 @@ class ChatMachine:
             raise _BadField("the data is not JSON") from None
         if not isinstance(chunk, dict):
             raise _BadField("the data is not a JSON object")
-        usage = self._read_usage(chunk)
         if chunk.get("error") is not None:
-            raise self._provider_error(chunk["error"])
+            raise self._provider_error(chunk["error"], chunk)
+        usage = self._read_usage(chunk)
         items: list[Item] = []
         finish: FinishReason | None = None
         choice = self._first_choice(chunk)
@@ -274,19 +274,26 @@ class ChatMachine:
         self._usage = usage if self._usage is None else self._usage.merge(usage)
         return usage
 
-    def _provider_error(self, error: Any) -> ProviderStreamError:
-        """Build the error for an in-stream error object (08 D4), with the usage so far."""
+    def _provider_error(self, error: Any, body: Mapping[str, Any]) -> ProviderStreamError:
+        """Build the error for an in-stream error (08 D4, D36).
+
+        The usage of the body that carries it is merged first, so the error carries the usage
+        so far. The provider said the stream failed, so odd field types never turn this into
+        a ``MalformedEventError``: unreadable parts are left out or passed on as JSON text.
+        """
+        with contextlib.suppress(_BadField):  # the error matters more than a bad count
+            self._read_usage(body)
         if not isinstance(error, dict):
-            message = error if isinstance(error, str) else json.dumps(error)
             return ProviderStreamError(
-                self._client, provider_message=message, usage_metadata=self._usage
+                self._client, provider_message=_text(error), usage_metadata=self._usage
             )
         code = error.get("code")
+        error_type = error.get("type")
         return ProviderStreamError(
             self._client,
             code if isinstance(code, int | str) and not isinstance(code, bool) else None,
-            _get(error, "type", str),
-            _get(error, "message", str),
+            error_type if isinstance(error_type, str) else None,
+            None if error.get("message") is None else _text(error["message"]),
             usage_metadata=self._usage,
         )
 
@@ -306,6 +313,10 @@ _TABLE: Final[Mapping[tuple[_State, str], _Handler]] = {
     (_State.DONE, "error"): ChatMachine._on_unknown,
     (_State.DONE, "unknown"): ChatMachine._on_unknown,
 }
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _wire_name(sse: SSEEvent) -> str:

@@ -240,6 +240,10 @@ def test_error_event_frame_carries_the_usage_so_far() -> None:
         ("upstream went away", "upstream went away"),
         ('"overloaded"', "overloaded"),
         ('{"message": "bare object"}', "bare object"),
+        (
+            '{"error": {"message": {"detail": "nested"}}, "usage": {"prompt_tokens": "x"}}',
+            '{"detail": "nested"}',
+        ),
     ],
 )
 def test_error_frame_without_the_usual_envelope(payload: str, message: str) -> None:
