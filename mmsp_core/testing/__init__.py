@@ -156,7 +156,11 @@ def _check_done(index: int, kind_name: str, fragments: list[Any], done: Any) -> 
     if kind_name == "tool_call":
         if (done.name, done.tool_call_id) != (first.name, first.tool_call_id):
             raise _fail(index, "tool_call.done's name and id differ from the first fragment's")
-        if done.arguments != json.loads(joined or "{}"):
+        try:
+            parsed = json.loads(joined or "{}")
+        except ValueError:
+            raise _fail(index, "a tool_call.done whose fragments do not parse") from None
+        if done.arguments != parsed:
             raise _fail(index, "tool_call.done's arguments differ from the parsed fragments")
         return
     value = done.embedding if kind_name == "embedding" else growing(done)
