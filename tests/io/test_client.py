@@ -35,6 +35,7 @@ from mmsp_core import (
     UniMessage,
     UnknownEventError,
     UnsupportedParameterError,
+    UpstreamError,
     UsageMetadata,
     WireFormatError,
 )
@@ -488,3 +489,42 @@ async def test_clients_that_take_urls_do_not_fetch_images() -> None:
     await collect(make(provider).streaming_response([image_message()], None))
     assert [r.url.host for r in provider.requests] == ["gateway.test"]
     assert IMAGE_URL in provider.requests[0].content.decode()
+
+
+async def test_client_type_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLIENT_TYPE", "OpenAI")  # an alias, any case (spec 04 §1)
+    provider = Provider(answer(200, json=MODELS))
+    client = AutoLLMClient("vendor/model", api_key=KEY, http_client=mock_client(provider))
+    assert client.client_type == "openai-chat"
+    assert await client.list_models() == [m["id"] for m in MODELS["data"]]
+
+
+# -- the mmsp client (spec 03 §5, 07 §6, 08 D13) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "error_type", "error"),
+    [
+        (answer(401, json={"error": {"type": "AuthenticationError",
+                                     "message": "Invalid or missing API key."}}),
+         "AuthenticationError",
+         {"type": "AuthenticationError", "message": "Invalid or missing API key."}),
+        (answer(502, text="Bad gateway"), "HTTPError",
+         {"type": "HTTPError", "message": "HTTP 502: Bad gateway"}),
+    ],
+    ids=["json", "not-json"],
+)
+async def test_the_mmsp_client_reports_refusals_as_upstream_errors(
+    reply: Reply, error_type: str, error: dict[str, Any]
+) -> None:
+    provider = Provider(reply)
+    client = AutoLLMClient("served-model", client_type="mmsp", api_key="sk-mmsp",
+                           base_url="http://127.0.0.1:25752/v1",
+                           default_headers={"Authorization": "Bearer caller"},
+                           http_client=mock_client(provider))
+    with pytest.raises(UpstreamError) as caught:
+        await client.list_models()
+    assert (caught.value.client, caught.value.status, caught.value.error_type,
+            caught.value.error) == ("mmsp", reply().status_code, error_type, error)
+    # On mmsp the resolved key overrides a caller's Authorization (spec 04 §3).
+    assert provider.requests[0].headers["authorization"] == "Bearer sk-mmsp"
