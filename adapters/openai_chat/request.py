@@ -164,6 +164,12 @@ def _first_row(key: str, rows: Sequence[tuple[str, _T]], default: _T) -> _T:
 
 
 def _openai_chat_config(client: str, model: str, config: UniConfig) -> JSON:
+    """openai-chat and the vLLM adapter (05 §4.3, §2.8).
+
+    Raises:
+        UnsupportedParameterError: ``prompt_caching`` other than ``enable``; an empty
+            ``tool_choice`` list (08 D10).
+    """
     check_tool_choice_list(client, config)
     _only_default_caching(client, config)
     fields = _stream_fields(include_usage=True)
@@ -191,6 +197,12 @@ def _openai_chat_config(client: str, model: str, config: UniConfig) -> JSON:
 
 
 def _zai_config(client: str, model: str, config: UniConfig) -> JSON:
+    """zai-official (05 §4.3, §2.4).
+
+    Raises:
+        UnsupportedParameterError: ``tool_choice`` other than ``"auto"``, ``prompt_caching``
+            other than ``enable``, ``fast_mode``.
+    """
     check_tool_choice_list(client, config)
     if config.tool_choice is not None and config.tool_choice != "auto":
         raise UnsupportedParameterError(client, "tool_choice", detail="GLM accepts only 'auto'")
@@ -211,6 +223,13 @@ def _zai_config(client: str, model: str, config: UniConfig) -> JSON:
 
 
 def _moonshot_config(client: str, model: str, config: UniConfig) -> JSON:
+    """moonshot-official (05 §4.3, §2.5): K2 (``k2.``) or the K3 series.
+
+    Raises:
+        UnsupportedParameterError: ``temperature`` other than 1.0; ``tool_choice`` lists, or
+            ``"required"`` on K2; ``prompt_caching`` ``disable`` (and ``enhance`` on K2);
+            ``fast_mode``.
+    """
     k2 = _KIMI_K2_TOKEN in model_key(model)
     if config.temperature is not None and config.temperature != 1.0:
         raise UnsupportedParameterError(client, "temperature", detail="Kimi accepts only 1.0")
@@ -325,7 +344,12 @@ class _Converter:
     replay_fields: set[str | None] = attrs.field(factory=set)
 
     def message(self, index: int, message: UniMessage, out: list[JSON]) -> None:
-        """Append the Chat messages of one UniMessage: its tool messages, then itself."""
+        """Append the Chat messages of one UniMessage: its tool messages, then itself.
+
+        Raises:
+            InvalidMessageError: see ``build_request``.
+            UnsupportedContentError: from ``image``.
+        """
         parts: list[JSON] = []
         calls: list[JSON] = []
         thinking: list[str] = []
@@ -386,7 +410,13 @@ class _Converter:
         out.append(chat)
 
     def image(self, url: str, item_type: str, index: int) -> JSON:
-        """Build an ``image_url`` part, with ``detail: "high"`` where GPT-5.6 needs it."""
+        """Build an ``image_url`` part, with ``detail: "high"`` where GPT-5.6 needs it (05 §5).
+
+        Raises:
+            UnsupportedContentError: the model reads no images (``item_type`` says where the
+                image was: ``"image_url"`` or ``"tool_result"``).
+            InvalidMessageError: a malformed data URI that had to be measured.
+        """
         if not self.dialect.images(self.key):
             raise UnsupportedContentError(
                 self.client, item_type, detail="this model reads no images"
