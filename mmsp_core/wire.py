@@ -414,8 +414,8 @@ def _tool(d: Any, path: str) -> ToolSchema:
 
 
 def _tool_choice(value: Any, path: str) -> str | tuple[str, ...]:
-    if type(value) is str:
-        return value
+    if value in ("auto", "required", "none"):
+        return str(value)
     if isinstance(value, list) and all(type(x) is str for x in value):
         return tuple(value)
     raise _fail(path, "expected 'auto', 'required', 'none' or a list of tool names")
