@@ -334,6 +334,7 @@ BAD: list[tuple[Callable[[Any], Any], Any, str]] = [
     (config_from_wire, {"tools": [{"description": "d"}]}, "config.tools[0].name"),
     (config_from_wire, {"tools": [{"name": "f", "parameters": []}]}, "config.tools[0].parameters"),
     (config_from_wire, {"tool_choice": 5}, "config.tool_choice"),
+    (config_from_wire, {"tool_choice": "sometimes"}, "config.tool_choice"),
     (config_from_wire, {"tool_choice": ["f", 1]}, "config.tool_choice"),
     (config_from_wire, {"tts_config": [{"speaker": "a"}]}, "config.tts_config[0].voice"),
     (config_from_wire, {"image_config": "wide"}, "config.image_config"),
