@@ -28,7 +28,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 import adapters
-from mmsp_core import UnknownEventError, to_wire
+from mmsp_core import UniEvent, UnknownEventError, to_wire
 from mmsp_core.testing import assert_stream_grammar, outcome, run
 from mmsp_core.testing.strategies import chunked
 
@@ -68,7 +68,9 @@ def inject(body: bytes, extra: bytes) -> bytes:
     return extra.join(split_events(body))
 
 
-def _run(source: str, chunks: Iterable[bytes], *, strict: bool = False, base_url: str | None = None) -> Any:
+def _run(
+    source: str, chunks: Iterable[bytes], *, strict: bool = False, base_url: str | None = None
+) -> tuple[list[UniEvent], BaseException | None]:
     ticks = iter(range(1 << 30))
     pipeline = adapters.new_pipeline(
         source, strict=strict, clock=lambda: next(ticks), base_url=base_url
@@ -80,10 +82,43 @@ def _comparable(source: str, chunks: Iterable[bytes], **options: Any) -> Any:
     return outcome(*_run(source, chunks, **options))
 
 
-def check_expected(events: list[Any], error: BaseException | None, expected: dict[str, Any]) -> None:
+def decode_every_way(
+    source: str, body: bytes, *, examples: int = 20, **options: Any
+) -> tuple[list[UniEvent], BaseException | None]:
+    """Decode ``body`` whole, byte by byte and in random chunkings; all must agree.
+
+    A stream that ends without error must pass ``assert_stream_grammar``. Returns the events
+    and the error of the whole run.
+    """
+    events, error = _run(source, [body], **options)
+    whole = outcome(events, error)
+    bytewise = [body[i : i + 1] for i in range(len(body))]
+    assert _comparable(source, bytewise, **options) == whole, "byte by byte differs"
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(chunked(body))
+    def random_chunkings(chunks: list[bytes]) -> None:
+        assert _comparable(source, chunks, **options) == whole
+
+    random_chunkings()
+    if error is None:
+        assert_stream_grammar(events)
+    return events, error
+
+
+def check_expected(
+    events: list[UniEvent], error: BaseException | None, expected: dict[str, Any]
+) -> None:
     """Compare a run with an expected file's content."""
-    done = [to_wire(e.content_items[0]) for e in events
-            if e.event_type == "delta" and e.content_items[0].type.endswith(".done")]
+    done = [
+        to_wire(e.content_items[0])
+        for e in events
+        if e.event_type == "delta" and e.content_items[0].type.endswith(".done")
+    ]
     assert done == expected["items"], "done items differ from the expected file"
     if "error" in expected:
         assert error is not None, f"expected {expected['error']['type']}, the stream ended fine"
@@ -92,7 +127,6 @@ def check_expected(events: list[Any], error: BaseException | None, expected: dic
             assert wire.get(key) == value, f"error field {key}: {wire.get(key)!r} != {value!r}"
         return
     assert error is None, f"unexpected error {error!r}"
-    assert_stream_grammar(events)
     stop = to_wire(events[-1])
     assert stop["usage_metadata"] == expected["stop"]["usage_metadata"]
     assert stop["finish_reason"] == expected["stop"]["finish_reason"]
@@ -106,28 +140,15 @@ def check_fixture(
     expected = json.loads(expected_path.read_text(encoding="utf-8"))
     body = sse_path.read_bytes()
 
-    events, error = _run(source, [body], base_url=base_url)
+    events, error = decode_every_way(source, body, examples=25, base_url=base_url)
     check_expected(events, error, expected)
     whole = outcome(events, error)
 
-    bytewise = [body[i : i + 1] for i in range(len(body))]
-    assert _comparable(source, bytewise, base_url=base_url) == whole, "byte by byte differs"
     assert _comparable(source, [to_crlf(body)], base_url=base_url) == whole, "CRLF differs"
     assert _comparable(source, split_events(body), base_url=base_url) == whole
 
     noisy = inject(body, KEEP_ALIVE + UNKNOWN_EVENT)
     assert _comparable(source, [noisy], base_url=base_url) == whole, "unknown events changed it"
-    strict_events, strict_error = _run(source, [noisy], strict=True, base_url=base_url)
+    _, strict_error = _run(source, [noisy], strict=True, base_url=base_url)
     if len(split_events(body)) > 1:
         assert isinstance(strict_error, UnknownEventError), "strict mode let an unknown event by"
-
-    @settings(
-        max_examples=25,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(chunked(body))
-    def random_chunkings(chunks: list[bytes]) -> None:
-        assert _comparable(source, chunks, base_url=base_url) == whole
-
-    random_chunkings()

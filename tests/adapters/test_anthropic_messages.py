@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import check_fixture, fixture_cases
+from harness import check_fixture, decode_every_way, fixture_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +39,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 from mmsp_core.sse import SSEEvent
-from mmsp_core.testing import assert_stream_grammar, outcome, run
+from mmsp_core.testing import assert_stream_grammar, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, json_objects, usage
 
 SOURCE = "ant-messages"
@@ -120,25 +120,6 @@ def _decode(body: bytes, chunks: list[bytes], **options: Any) -> tuple[list[UniE
     ticks = iter(range(1 << 30))
     pipeline = adapters.new_pipeline(SOURCE, clock=lambda: next(ticks), **options)
     return run(pipeline, chunks)
-
-
-def outcome_every_way(body: bytes, **options: Any) -> tuple[list[UniEvent], Any]:
-    """Decode ``body`` whole, byte by byte and in random chunkings; all must agree.
-
-    Returns the events and error of the whole run.
-    """
-    events, error = _decode(body, [body], **options)
-    whole = outcome(events, error)
-    bytewise = [body[i : i + 1] for i in range(len(body))]
-    assert outcome(*_decode(body, bytewise, **options)) == whole
-
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(chunked(body))
-    def random_chunkings(chunks: list[bytes]) -> None:
-        assert outcome(*_decode(body, chunks, **options)) == whole
-
-    random_chunkings()
-    return events, error
 
 
 def done(events: list[UniEvent]) -> list[dict[str, Any]]:
@@ -256,7 +237,7 @@ def test_a_failed_machine_refuses_more_input() -> None:
 def test_truncated_stream_closes_the_text_then_raises_incomplete() -> None:
     body = message_start() + text_block(0, "Hel", "lo")
     cut = body + b'event: message_delta\ndata: {"type":'  # cut inside the next event
-    events, error = outcome_every_way(cut)
+    events, error = decode_every_way(SOURCE, cut)
     assert done(events) == [{"type": "text.done", "text": "Hello"}]
     assert isinstance(error, IncompleteStreamError)
     assert error.missing == ("finish_reason",)
@@ -268,7 +249,7 @@ def test_stream_cut_inside_a_tool_call_is_incomplete_not_a_parse_error() -> None
     body = (
         message_start() + text_block(0, "Let me") + tool_block(1, "f", "t1", '{"a": "x', stop=False)
     )
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert done(events) == [{"type": "text.done", "text": "Let me"}]
     assert isinstance(error, IncompleteStreamError)
     assert error.missing == ("finish_reason",)
@@ -278,7 +259,7 @@ def test_stream_without_any_usage_is_incomplete() -> None:
     start = {"type": "message_start", "message": {"id": "m", "content": []}}
     body = frame("message_start", start) + text_block(0, "hi")
     body += frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
-    _, error = outcome_every_way(body + MESSAGE_STOP)
+    _, error = decode_every_way(SOURCE, body + MESSAGE_STOP)
     assert isinstance(error, IncompleteStreamError)
     assert error.missing == ("usage_metadata",)
     assert error.finish_reason == "stop"
@@ -291,7 +272,7 @@ def test_only_thinking_is_an_empty_response() -> None:
         + block_delta(0, {"type": "signature_delta", "signature": "S"})
         + block_stop(0)
     )
-    events, error = outcome_every_way(finished(thinking))
+    events, error = decode_every_way(SOURCE, finished(thinking))
     assert done(events) == [
         {"type": "thinking.done", "thinking": "Let me think", "fidelity": {"signature": "S"}}
     ]
@@ -305,7 +286,7 @@ def test_bad_tool_arguments_at_message_end(arguments: str) -> None:
     body = finished(
         text_block(0, "ok"), tool_block(1, "f", "t1", arguments), stop_reason="tool_use"
     )
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert done(events) == [{"type": "text.done", "text": "ok"}]
     assert isinstance(error, ToolCallArgumentParseError)
     assert (error.tool_name, error.tool_call_id) == ("f", "t1")
@@ -323,7 +304,7 @@ def test_in_stream_error_carries_the_usage_so_far() -> None:
         + error_event
         + MESSAGE_STOP
     )
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert [to_wire(e.content_items[0]) for e in events] == [{"type": "text.delta", "text": "Hi"}]
     assert isinstance(error, ProviderStreamError)
     assert (error.error_type, error.provider_message) == ("overloaded_error", "Overloaded")
@@ -336,7 +317,7 @@ def test_error_before_anything_has_no_usage_and_may_not_be_retryable() -> None:
     body = frame(
         "error", {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
     )
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert events == []
     assert isinstance(error, ProviderStreamError)
     assert error.usage_metadata is None
@@ -344,7 +325,7 @@ def test_error_before_anything_has_no_usage_and_may_not_be_retryable() -> None:
 
 
 def test_error_with_a_bare_message() -> None:
-    _, error = outcome_every_way(message_start() + frame("error", {"error": "gateway down"}))
+    _, error = decode_every_way(SOURCE, message_start() + frame("error", {"error": "gateway down"}))
     assert isinstance(error, ProviderStreamError)
     assert (error.error_type, error.provider_message) == (None, "gateway down")
 
@@ -361,7 +342,7 @@ def test_parallel_tool_calls() -> None:
         tool_block(2, "noop", "toolu_c", ""),
         stop_reason="tool_use",
     )
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert error is None
     assert done(events) == [
         {
@@ -382,7 +363,9 @@ def test_parallel_tool_calls() -> None:
 
 
 def test_tool_call_without_any_argument_fragment_is_an_empty_object() -> None:
-    events, error = outcome_every_way(finished(tool_block(0, "f", "t1"), stop_reason="tool_use"))
+    events, error = decode_every_way(
+        SOURCE, finished(tool_block(0, "f", "t1"), stop_reason="tool_use")
+    )
     assert error is None
     assert done(events) == [
         {"type": "tool_call.done", "name": "f", "tool_call_id": "t1", "arguments": {}}
@@ -409,7 +392,7 @@ SERVER_BLOCKS = (
 @pytest.mark.parametrize("strict", [False, True])
 def test_server_tool_blocks_are_skipped_in_both_modes(strict: bool) -> None:
     body = finished(text_block(0, "Searching."), SERVER_BLOCKS, text_block(5, "Found it."))
-    events, error = outcome_every_way(body, strict=strict)
+    events, error = decode_every_way(SOURCE, body, strict=strict)
     assert error is None
     assert done(events) == [
         {"type": "text.done", "text": "Searching."},
@@ -439,13 +422,15 @@ UNKNOWN_BLOCK = (
 
 
 def test_unknown_block_type_is_skipped_with_its_deltas() -> None:
-    events, error = outcome_every_way(finished(text_block(0, "a"), UNKNOWN_BLOCK))
+    events, error = decode_every_way(SOURCE, finished(text_block(0, "a"), UNKNOWN_BLOCK))
     assert error is None
     assert done(events) == [{"type": "text.done", "text": "a"}]
 
 
 def test_unknown_block_type_raises_in_strict_mode() -> None:
-    events, error = outcome_every_way(finished(text_block(0, "a"), UNKNOWN_BLOCK), strict=True)
+    events, error = decode_every_way(
+        SOURCE, finished(text_block(0, "a"), UNKNOWN_BLOCK), strict=True
+    )
     assert isinstance(error, UnknownEventError)
     assert "hologram" in error.event
     assert [to_wire(e.content_items[0]) for e in events] == [{"type": "text.delta", "text": "a"}]
@@ -461,7 +446,7 @@ def test_unknown_delta_types_and_citations_are_skipped_in_both_modes(strict: boo
         + block_delta(0, {"type": "text_delta", "text": " is big"})
         + block_stop(0)
     )
-    events, error = outcome_every_way(finished(block), strict=strict)
+    events, error = decode_every_way(SOURCE, finished(block), strict=strict)
     assert error is None
     assert done(events) == [{"type": "text.done", "text": "Paris is big"}]
 
@@ -471,7 +456,7 @@ def test_pings_and_sdk_helper_names_are_skipped_everywhere(strict: bool) -> None
     helper = frame("text", {"type": "text", "text": "x", "snapshot": "x"})
     body = PING + message_start() + PING + helper + text_block(0, "hi") + PING
     body += message_delta("end_turn") + MESSAGE_STOP + PING
-    events, error = outcome_every_way(body, strict=strict)
+    events, error = decode_every_way(SOURCE, body, strict=strict)
     assert error is None
     assert done(events) == [{"type": "text.done", "text": "hi"}]
 
@@ -501,7 +486,7 @@ OUT_OF_PLACE = {
 
 @pytest.mark.parametrize("body", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
 def test_known_events_out_of_place_are_skipped(body: bytes) -> None:
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert error is None
     assert "stray" not in json.dumps(done(events)) and "late" not in json.dumps(done(events))
     assert {"type": "text.done", "text": "ok"} in done(events)
@@ -509,7 +494,7 @@ def test_known_events_out_of_place_are_skipped(body: bytes) -> None:
 
 @pytest.mark.parametrize("body", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
 def test_known_events_out_of_place_raise_in_strict_mode(body: bytes) -> None:
-    _, error = outcome_every_way(body, strict=True)
+    _, error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(error, UnknownEventError)
 
 
@@ -554,7 +539,7 @@ def test_known_events_out_of_place_raise_in_strict_mode(body: bytes) -> None:
 )
 def test_malformed_data_of_a_known_event(bad: bytes) -> None:
     body = message_start() + block_start(0, {"type": "text", "text": ""}) + bad
-    _, error = outcome_every_way(body)
+    _, error = decode_every_way(SOURCE, body)
     assert isinstance(error, MalformedEventError)
 
 
@@ -576,7 +561,7 @@ def test_malformed_data_of_a_known_event(bad: bytes) -> None:
     ],
 )
 def test_finish_reasons(stop_reason: str, finish: str) -> None:
-    events, error = outcome_every_way(finished(text_block(0, "x"), stop_reason=stop_reason))
+    events, error = decode_every_way(SOURCE, finished(text_block(0, "x"), stop_reason=stop_reason))
     assert error is None
     assert stop_of(events).finish_reason == finish
 
@@ -592,7 +577,7 @@ def test_usage_formula_cache_creation_and_thinking() -> None:
     body += message_delta(
         "end_turn", output_tokens=50, output_tokens_details={"thinking_tokens": 30}
     )
-    events, error = outcome_every_way(body + MESSAGE_STOP)
+    events, error = decode_every_way(SOURCE, body + MESSAGE_STOP)
     assert error is None
     # cached = 300; prompt = 100 + 20; thoughts = 30; response = 50 - 30.
     assert stop_of(events).usage_metadata == UsageMetadata(300, 120, 30, 20)
@@ -601,7 +586,7 @@ def test_usage_formula_cache_creation_and_thinking() -> None:
 def test_later_usage_replaces_earlier_counts_field_by_field() -> None:
     body = message_start(input_tokens=43, cache_read_input_tokens=5) + text_block(0, "x")
     body += message_delta("end_turn", input_tokens=61, output_tokens=2) + MESSAGE_STOP
-    events, _ = outcome_every_way(body)
+    events, _ = decode_every_way(SOURCE, body)
     assert stop_of(events).usage_metadata == UsageMetadata(5, 61, None, 2)
 
 
@@ -614,12 +599,12 @@ NEGATIVE = (
 
 
 def test_openrouter_fix_adds_thinking_back_to_a_negative_response() -> None:
-    events, _ = outcome_every_way(NEGATIVE, base_url="https://openrouter.ai/api")
+    events, _ = decode_every_way(SOURCE, NEGATIVE, base_url="https://openrouter.ai/api")
     assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, 4)
 
 
 def test_no_openrouter_fix_elsewhere() -> None:
-    events, _ = outcome_every_way(NEGATIVE, base_url="https://api.anthropic.com")
+    events, _ = decode_every_way(SOURCE, NEGATIVE, base_url="https://api.anthropic.com")
     assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, -5)
 
 

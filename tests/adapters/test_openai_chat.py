@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import FIXTURES, check_fixture, fixture_cases
+from harness import FIXTURES, check_fixture, decode_every_way, fixture_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +38,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 from mmsp_core.sse import SSEEvent
-from mmsp_core.testing import assert_stream_grammar, outcome, run
+from mmsp_core.testing import assert_stream_grammar, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, usage
 
 SOURCE = "openai-chat"
@@ -122,23 +122,6 @@ def _decode(chunks: list[bytes], **options: Any) -> tuple[list[UniEvent], Any]:
     return run(adapters.new_pipeline(SOURCE, clock=lambda: next(ticks), **options), chunks)
 
 
-def outcome_every_way(body: bytes, **options: Any) -> tuple[list[UniEvent], Any]:
-    """Decode ``body`` whole, byte by byte and in random chunkings; all must agree."""
-    events, error = _decode([body], **options)
-    whole = outcome(events, error)
-    assert outcome(*_decode([body[i : i + 1] for i in range(len(body))], **options)) == whole
-
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(chunked(body))
-    def random_chunkings(chunks: list[bytes]) -> None:
-        assert outcome(*_decode(chunks, **options)) == whole
-
-    random_chunkings()
-    if error is None:
-        assert_stream_grammar(events)
-    return events, error
-
-
 def done(events: list[UniEvent]) -> list[Any]:
     """The done items of a public stream, in order."""
     return [i for e in events for i in e.content_items if i.type.endswith(".done")]
@@ -155,7 +138,9 @@ def test_text_then_finish_and_separate_usage_chunk() -> None:
         + chunk({"content": "Hel"})
         + chunk({"content": "lo"})
     )
-    events, error = outcome_every_way(body + chunk(finish="stop") + usage_chunk(12, 3) + DONE)
+    events, error = decode_every_way(
+        SOURCE, body + chunk(finish="stop") + usage_chunk(12, 3) + DONE
+    )
     assert error is None
     assert done(events) == [TextDone("Hello")]
     assert stop(events).usage_metadata == UsageMetadata(None, 12, None, 3)
@@ -163,7 +148,7 @@ def test_text_then_finish_and_separate_usage_chunk() -> None:
 
 
 def test_truncated_stream_is_incomplete() -> None:
-    events, error = outcome_every_way(chunk({"content": "Hel"}) + chunk({"content": "lo"}))
+    events, error = decode_every_way(SOURCE, chunk({"content": "Hel"}) + chunk({"content": "lo"}))
     assert isinstance(error, IncompleteStreamError)
     assert error.missing == ("usage_metadata", "finish_reason")
     assert done(events) == [TextDone("Hello")]  # other open items close first (02 §7)
@@ -171,7 +156,7 @@ def test_truncated_stream_is_incomplete() -> None:
 
 def test_stream_cut_inside_a_tool_call_is_incomplete_not_a_parse_error() -> None:
     body = chunk({"tool_calls": [call(0, id="call_a", name="f", args='{"city": "Par')]})
-    events, error = outcome_every_way(body + chunk(finish="tool_calls"))
+    events, error = decode_every_way(SOURCE, body + chunk(finish="tool_calls"))
     assert isinstance(error, IncompleteStreamError)  # 08 D33
     assert error.missing == ("usage_metadata",)
     assert error.finish_reason == "tool_call"
@@ -180,7 +165,7 @@ def test_stream_cut_inside_a_tool_call_is_incomplete_not_a_parse_error() -> None
 
 def test_only_reasoning_is_an_empty_response() -> None:
     body = chunk({"reasoning_content": "Let me think"}) + chunk({"reasoning_content": "..."})
-    events, error = outcome_every_way(body + END)
+    events, error = decode_every_way(SOURCE, body + END)
     assert isinstance(error, EmptyResponseError)
     assert error.usage_metadata == UsageMetadata(None, 10, None, 5)
     assert done(events) == [
@@ -190,7 +175,7 @@ def test_only_reasoning_is_an_empty_response() -> None:
 
 def test_complete_stream_with_invalid_tool_arguments() -> None:
     body = chunk({"tool_calls": [call(0, id="call_a", name="f", args='{"city": ')]})
-    _, error = outcome_every_way(body + TOOL_END)
+    _, error = decode_every_way(SOURCE, body + TOOL_END)
     assert isinstance(error, ToolCallArgumentParseError)
     assert (error.tool_name, error.tool_call_id, error.raw_arguments_preview) == (
         "f",
@@ -208,7 +193,7 @@ def test_error_object_in_a_chunk_carries_the_usage_merged_so_far() -> None:
             "usage": {"completion_tokens": 4},
         }
     )
-    events, error = outcome_every_way(chunk({"content": "Hi"}) + early + failing + DONE)
+    events, error = decode_every_way(SOURCE, chunk({"content": "Hi"}) + early + failing + DONE)
     assert isinstance(error, ProviderStreamError)
     assert (error.code, error.error_type, error.provider_message) == (
         429,
@@ -224,7 +209,7 @@ def test_error_object_in_a_chunk_carries_the_usage_merged_so_far() -> None:
 def test_error_event_frame_carries_the_usage_so_far() -> None:
     error_json = {"error": {"message": "boom", "type": "server_error", "code": "oops"}}
     frame = b"event: error\n" + data(error_json)
-    _, error = outcome_every_way(chunk({"content": "Hi"}) + usage_chunk(5, 2) + frame)
+    _, error = decode_every_way(SOURCE, chunk({"content": "Hi"}) + usage_chunk(5, 2) + frame)
     assert isinstance(error, ProviderStreamError)
     assert (error.code, error.error_type, error.provider_message) == (
         "oops",
@@ -247,7 +232,7 @@ def test_error_event_frame_carries_the_usage_so_far() -> None:
     ],
 )
 def test_error_frame_without_the_usual_envelope(payload: str, message: str) -> None:
-    _, error = outcome_every_way(f"event: error\ndata: {payload}\n\n".encode())
+    _, error = decode_every_way(SOURCE, f"event: error\ndata: {payload}\n\n".encode())
     assert isinstance(error, ProviderStreamError)
     assert error.provider_message == message
     assert error.usage_metadata is None
@@ -261,7 +246,7 @@ def test_parallel_tool_calls_split_by_index() -> None:
         + chunk({"tool_calls": [call(1, id="call_b", name="get_time", args='{"tz":')]})
         + chunk({"tool_calls": [call(1, args='"CET"}')]})
     )
-    events, error = outcome_every_way(body + TOOL_END)
+    events, error = decode_every_way(SOURCE, body + TOOL_END)
     assert error is None
     assert done(events) == [
         ToolCallDone("get_weather", "call_a", {"city": "Paris"}),
@@ -275,7 +260,7 @@ def test_two_calls_in_one_chunk() -> None:
         call(0, id="call_a", name="a", args="{}"),
         call(1, id="call_b", name="b", args='{"x":1}'),
     ]
-    events, error = outcome_every_way(chunk({"tool_calls": both}) + TOOL_END)
+    events, error = decode_every_way(SOURCE, chunk({"tool_calls": both}) + TOOL_END)
     assert error is None
     assert done(events) == [ToolCallDone("a", "call_a", {}), ToolCallDone("b", "call_b", {"x": 1})]
 
@@ -290,7 +275,7 @@ def test_tool_call_without_arguments_is_an_empty_object(arguments: str | None) -
     }
     if arguments is not None:
         fragment["function"]["arguments"] = arguments
-    events, error = outcome_every_way(chunk({"tool_calls": [fragment]}) + TOOL_END)
+    events, error = decode_every_way(SOURCE, chunk({"tool_calls": [fragment]}) + TOOL_END)
     assert error is None
     assert done(events) == [ToolCallDone("now", "call_a", {})]
 
@@ -300,7 +285,7 @@ def test_gateway_repeating_name_and_id_on_every_fragment() -> None:
         chunk({"tool_calls": [call(0, id="call_a", name="search", args=part)]})
         for part in ('{"q":', ' "mmsp"', "}")
     )
-    events, error = outcome_every_way(body + TOOL_END)
+    events, error = decode_every_way(SOURCE, body + TOOL_END)
     assert error is None
     fragments = [i for e in events for i in e.content_items if isinstance(i, ToolCallDelta)]
     assert [(f.name, f.tool_call_id) for f in fragments] == [
@@ -337,7 +322,7 @@ def test_calls_without_id_get_call_n() -> None:
         + chunk({"tool_calls": [call(1, name="b", args="{")]})
         + chunk({"tool_calls": [call(1, args="}")]})
     )
-    events, error = outcome_every_way(body + TOOL_END)
+    events, error = decode_every_way(SOURCE, body + TOOL_END)
     assert error is None
     assert done(events) == [
         ToolCallDone("a", "call_0", {}),
@@ -351,7 +336,7 @@ def test_without_index_or_id_a_name_begins_a_call() -> None:
         + chunk({"tool_calls": [call(None, args="1}")]})
         + chunk({"tool_calls": [call(None, name="b", args="{}")]})
     )
-    events, error = outcome_every_way(body + TOOL_END)
+    events, error = decode_every_way(SOURCE, body + TOOL_END)
     assert error is None
     assert done(events) == [ToolCallDone("a", "call_0", {"n": 1}), ToolCallDone("b", "call_1", {})]
 
@@ -360,28 +345,28 @@ def test_a_different_id_on_the_same_index_begins_a_call() -> None:
     body = chunk({"tool_calls": [call(0, id="x", name="a", args="{}")]}) + chunk(
         {"tool_calls": [call(0, id="y", name="b", args="{}")]}
     )
-    events, _ = outcome_every_way(body + TOOL_END)
+    events, _ = decode_every_way(SOURCE, body + TOOL_END)
     assert done(events) == [ToolCallDone("a", "x", {}), ToolCallDone("b", "y", {})]
 
 
 def test_a_call_that_would_begin_without_a_name_is_out_of_place() -> None:
     body = chunk({"tool_calls": [call(0, id="x", args="{}")]}) + chunk({"content": "ok"}) + END
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert error is None
     assert done(events) == [TextDone("ok")]  # skipped (08 D45)
-    _, strict_error = outcome_every_way(body, strict=True)
+    _, strict_error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(strict_error, UnknownEventError)
 
 
 def test_both_reasoning_fields_count_once_without_a_reasoning_field() -> None:
     body = chunk({"reasoning_content": "Hm", "reasoning": "Hm"}) + chunk({"content": "ok"})
-    events, _ = outcome_every_way(body + END)
+    events, _ = decode_every_way(SOURCE, body + END)
     assert done(events) == [ThinkingDone("Hm"), TextDone("ok")]
 
 
 def test_reasoning_field_spelling_is_recorded() -> None:
-    events, _ = outcome_every_way(
-        chunk({"reasoning": "a"}) + chunk({"reasoning": "b", "content": "c"}) + END
+    events, _ = decode_every_way(
+        SOURCE, chunk({"reasoning": "a"}) + chunk({"reasoning": "b", "content": "c"}) + END
     )
     assert done(events) == [ThinkingDone("ab", {"reasoning_field": "reasoning"}), TextDone("c")]
 
@@ -402,7 +387,7 @@ def test_reasoning_details_take_precedence_and_encrypted_blocks_keep_their_data(
         + chunk({"reasoning_details": [summary, second]})
         + chunk({"content": "done"})
     )
-    events, error = outcome_every_way(body + END)
+    events, error = decode_every_way(SOURCE, body + END)
     assert error is None
     assert done(events) == [
         ThinkingDone(
@@ -415,8 +400,8 @@ def test_reasoning_details_take_precedence_and_encrypted_blocks_keep_their_data(
 
 
 def test_refusal_is_text() -> None:
-    events, _ = outcome_every_way(
-        chunk({"content": None, "refusal": "I can't"}) + chunk({"refusal": " help"}) + END
+    events, _ = decode_every_way(
+        SOURCE, chunk({"content": None, "refusal": "I can't"}) + chunk({"refusal": " help"}) + END
     )
     assert done(events) == [TextDone("I can't help")]
 
@@ -433,8 +418,8 @@ def test_refusal_is_text() -> None:
     ],
 )
 def test_finish_reasons(wire: str, finish: str) -> None:
-    events, _ = outcome_every_way(
-        chunk({"content": "x"}) + chunk(finish=wire) + usage_chunk() + DONE
+    events, _ = decode_every_way(
+        SOURCE, chunk({"content": "x"}) + chunk(finish=wire) + usage_chunk() + DONE
     )
     assert stop(events).finish_reason == finish
 
@@ -448,7 +433,7 @@ def test_only_choice_zero_is_read() -> None:
         + usage_chunk()
         + DONE
     )
-    events, _ = outcome_every_way(body)
+    events, _ = decode_every_way(SOURCE, body)
     assert done(events) == [TextDone("zero")]
     assert stop(events).finish_reason == "stop"
 
@@ -461,15 +446,15 @@ def test_usage_on_the_finish_chunk_and_again_later_is_replaced_not_summed() -> N
         "completion_tokens_details": {"reasoning_tokens": 4},
     }
     body = chunk({"content": "x"}) + chunk(finish="stop", usage=usage) + usage_chunk(20, 9) + DONE
-    events, _ = outcome_every_way(body)
+    events, _ = decode_every_way(SOURCE, body)
     # The second usage has no detail blocks: its counts replace, its nulls keep (08 D7).
     assert stop(events).usage_metadata == UsageMetadata(5, 20, 4, 9)
 
 
 def test_usage_only_inside_x_groq() -> None:
     groq = {"id": "req_1", "usage": {"prompt_tokens": 8, "completion_tokens": 3}}
-    events, _ = outcome_every_way(
-        chunk({"content": "x"}) + chunk(finish="stop", x_groq=groq) + DONE
+    events, _ = decode_every_way(
+        SOURCE, chunk({"content": "x"}) + chunk(finish="stop", x_groq=groq) + DONE
     )
     assert stop(events).usage_metadata == UsageMetadata(None, 8, None, 3)
 
@@ -477,33 +462,33 @@ def test_usage_only_inside_x_groq() -> None:
 def test_openrouter_fix_only_on_openrouter() -> None:
     usage = usage_chunk(10, 2, completion_tokens_details={"reasoning_tokens": 5})
     body = chunk({"content": "x"}) + chunk(finish="stop") + usage
-    plain, _ = outcome_every_way(body)
-    fixed, _ = outcome_every_way(body, base_url="https://openrouter.ai/api/v1")
+    plain, _ = decode_every_way(SOURCE, body)
+    fixed, _ = decode_every_way(SOURCE, body, base_url="https://openrouter.ai/api/v1")
     assert stop(plain).usage_metadata == UsageMetadata(None, 10, 5, -3)
     assert stop(fixed).usage_metadata == UsageMetadata(None, 10, 5, 2)
 
 
 def test_events_after_done_are_out_of_place() -> None:
     body = chunk({"content": "x"}) + END + chunk({"content": "late"}) + DONE
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert error is None
     assert done(events) == [TextDone("x")]
-    _, strict_error = outcome_every_way(body, strict=True)
+    _, strict_error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(strict_error, UnknownEventError)  # 08 D45
 
 
 def test_unknown_event_name_is_skipped_or_strict() -> None:
     body = chunk({"content": "x"}) + b"event: ping\ndata: {}\n\n" + END
-    events, error = outcome_every_way(body)
+    events, error = decode_every_way(SOURCE, body)
     assert error is None and done(events) == [TextDone("x")]
-    _, strict_error = outcome_every_way(body, strict=True)
+    _, strict_error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(strict_error, UnknownEventError)
     assert "ping" in strict_error.event
 
 
 def test_heartbeat_chunks_without_choices_are_empty() -> None:
     heartbeat = data({"id": "", "choices": None}) + data({"id": ""})
-    events, error = outcome_every_way(heartbeat + chunk({"content": "x"}) + heartbeat + END)
+    events, error = decode_every_way(SOURCE, heartbeat + chunk({"content": "x"}) + heartbeat + END)
     assert error is None and done(events) == [TextDone("x")]
 
 
@@ -520,7 +505,7 @@ def test_heartbeat_chunks_without_choices_are_empty() -> None:
     ],
 )
 def test_malformed_chunks(bad: str) -> None:
-    _, error = outcome_every_way(chunk({"content": "x"}) + data(bad) + END)
+    _, error = decode_every_way(SOURCE, chunk({"content": "x"}) + data(bad) + END)
     assert isinstance(error, MalformedEventError)
     assert error.detail
 
