@@ -236,6 +236,7 @@ class SSEDecoder(_Lifecycle):
         self._reset()
 
     def _reset(self) -> None:
+        """Drop the buffered line and the current event's data."""
         self._buf = bytearray()
         self._data = []
         self._data_size = -1
