@@ -26,6 +26,10 @@ from mmsp_core import (
     normalize_legacy_messages,
 )
 
+# The one FutureWarning of this process may come from any test here; it is checked in a
+# subprocess of its own below.
+pytestmark = pytest.mark.filterwarnings("ignore:content item types:FutureWarning")
+
 USAGE = UsageMetadata(0, 12, 40, 7)
 
 
