@@ -436,6 +436,17 @@ def test_a_fragment_of_another_kind_otherwise_begins_its_own_item(tail: Thinking
     ]
 
 
+def test_an_empty_fragment_of_another_kind_without_fidelity_closes_the_item() -> None:
+    # Not a fidelity-only tail (it brings no fidelity): it begins an item of its own kind,
+    # which emits nothing, so the text after it is a new item.
+    client = [
+        delta(TextDelta("a", iid("S"))),
+        delta(ThinkingDelta("", iid("S"))),
+        delta(TextDelta("b", iid("S"))),
+    ]
+    assert complete(client) == [TextDelta("a"), TextDone("a"), TextDelta("b"), TextDone("b")]
+
+
 def test_item_id_is_stripped_and_an_empty_fidelity_is_dropped() -> None:
     client = [delta(TextDelta("a", iid("A"))), delta(TextDelta("b", {}))]
     assert complete(client) == [TextDelta("a"), TextDelta("b"), TextDone("ab")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,8 +147,14 @@ print(json.dumps({
 def test_exactly_one_future_warning_per_process(tmp_path: Path) -> None:
     script = tmp_path / "legacy_caller.py"
     script.write_text(_WARNINGS_SCRIPT)
+    root = Path(__file__).resolve().parents[2]  # this checkout's mmsp_core, not an installed one
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
     report = json.loads(done.stdout)
     assert report["after_current"] == 0
