@@ -72,6 +72,7 @@ from mmsp_core.errors import (
 )
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, UniMessage
+from mmsp_core.request import HTTPRequest
 
 from . import tracer
 from .abort import AbortSignal, abortable
@@ -168,6 +169,17 @@ def _upstream_http_error(status: int, headers: Mapping[str, str], body: bytes) -
     error_type = error.get("type")
     return UpstreamError("mmsp", status, error_type if isinstance(error_type, str) else None,
                          error)
+
+
+@attrs.frozen
+class _Call:
+    """One call, ready to send: what preflight decided (spec 02 §8)."""
+
+    request: HTTPRequest
+    url: str
+    config: UniConfig
+    trace_id: str | None
+    timeouts: Timeouts
 
 
 @attrs.define(eq=False)
@@ -406,23 +418,7 @@ class AutoLLMClient:
         """Steps 2-5 of the module doc over prepared messages."""
         client = self._client_type
         try:
-            if signal is not None and signal.aborted:
-                raise AbortedError(client, signal.reason)
-            values = adapters.coerce_config(client, config)
-            trace_id = values.trace_id if not self._is_mmsp else None
-            if trace_id:
-                tracer.trace_files(self._trace_root, trace_id, client)
-            adapters.check_config(client, self._model, values)
-            call_timeouts = timeouts if timeouts is not None else self._timeouts
-            sendable = messages
-            if needs_image_bytes(client, self._model):
-                sendable = await self._inline_images(messages, signal, call_timeouts)
-            request = adapters.build_request(client, self._model, sendable, values)
-            layers = (request.headers, self._default_headers, self._auth) if self._is_mmsp \
-                else (request.headers, self._auth, self._default_headers)
-            request = attrs.evolve(request, headers=_merge_headers(*layers))
-            url = join_url(self._base_url, request.path)
-
+            call = await self._request(messages, config, signal, timeouts)
             for attempt in range(self._max_retries + 1):
                 yielded = False
                 done_events: list[UniEvent] = []
@@ -432,8 +428,8 @@ class AutoLLMClient:
                     async with AsyncExitStack() as stack:
                         with abortable(signal, client):
                             events = await stack.enter_async_context(open_stream(
-                                self._http, url, request, pipeline, client=client,
-                                timeouts=call_timeouts, error_for_status=self._error_for_status,
+                                self._http, call.url, call.request, pipeline, client=client,
+                                timeouts=call.timeouts, error_for_status=self._error_for_status,
                             ))
                         while True:
                             with abortable(signal, client):
@@ -442,9 +438,10 @@ class AutoLLMClient:
                                 return
                             if event.event_type == "stop":
                                 assistant = concat_uni_events_to_uni_message([*done_events, event])
-                                if trace_id:
-                                    await self._write_trace(trace_id, [*messages, assistant],
-                                                            values)
+                                if call.trace_id:
+                                    with abortable(signal, client):
+                                        await self._write_trace(call.trace_id, call.config,
+                                                                [*messages, assistant])
                                 if on_stop is not None:
                                     on_stop(assistant)
                             elif event.content_items[0].type.endswith(".done"):
@@ -465,16 +462,51 @@ class AutoLLMClient:
                 _redact(exc, self._api_key)
             raise
 
-    async def _write_trace(self, trace_id: str, history: list[UniMessage],
-                           config: UniConfig) -> None:
+    async def _request(
+        self,
+        messages: list[UniMessage],
+        config: UniConfig | Mapping[str, Any] | None,
+        signal: AbortSignal | None,
+        timeouts: Timeouts | None,
+    ) -> _Call:
+        """Steps 2 and 3 of the module doc: everything decided before the first byte is sent.
+
+        Raises:
+            AbortedError: ``signal`` was already aborted, or fired while fetching images.
+            UnsupportedParameterError: a config the client cannot send, or a ``trace_id``
+                outside the trace directory (08 D24).
+            InvalidMessageError, UnsupportedContentError: messages the builder cannot send.
+        """
+        client = self._client_type
+        if signal is not None and signal.aborted:
+            raise AbortedError(client, signal.reason)
+        values = adapters.coerce_config(client, config)
+        trace_id = values.trace_id if not self._is_mmsp else None
+        if trace_id:
+            tracer.trace_files(self._trace_root, trace_id, client)
+        adapters.check_config(client, self._model, values)
+        call_timeouts = timeouts if timeouts is not None else self._timeouts
+        sendable = messages
+        if needs_image_bytes(client, self._model):
+            sendable = await self._inline_images(messages, signal, call_timeouts)
+        request = adapters.build_request(client, self._model, sendable, values)
+        layers = (request.headers, self._default_headers, self._auth) if self._is_mmsp \
+            else (request.headers, self._auth, self._default_headers)
+        request = attrs.evolve(request, headers=_merge_headers(*layers))
+        return _Call(request, join_url(self._base_url, request.path), values, trace_id,
+                     call_timeouts)
+
+    async def _write_trace(
+        self, trace_id: str, config: UniConfig, history: list[UniMessage]
+    ) -> None:
         """Write the trace of this turn; a failure is a logged warning (08 D27)."""
-        write = functools.partial(tracer.write_trace, self._trace_root, trace_id, self._client_type,
-                                  self._model, history, config)
+        write = functools.partial(tracer.write_trace, self._trace_root, trace_id,
+                                  self._client_type, self._model, history, config)
         try:
             await anyio.to_thread.run_sync(write)
         except (OSError, MMSPError) as exc:
-            _logger.warning("%s: could not write the trace %r: %s", self._client_type, trace_id,
-                            exc)
+            _logger.warning("%s: could not write the trace %r: %s", self._client_type,
+                            trace_id, exc)
 
     # -- remote images (08 D37) ----------------------------------------------------------------
 
