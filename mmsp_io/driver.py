@@ -178,8 +178,15 @@ async def _read_bounded(response: httpx.Response, deadlines: _Deadlines, limit: 
     return bytes(body[:limit])
 
 
-def _is_success(status: int) -> bool:
-    return 200 <= status < 300
+async def _raise_for_status(
+    response: httpx.Response, deadlines: _Deadlines, error_for_status: ErrorForStatus | None
+) -> None:
+    """Raise the error of a non-2xx answer (3xx included: nothing is followed, 08 D16, D19)."""
+    if 200 <= response.status_code < 300:
+        return
+    body = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
+    build = error_for_status or functools.partial(provider_http_error, deadlines.client)
+    raise build(response.status_code, response.headers, body)
 
 
 @asynccontextmanager
@@ -222,10 +229,7 @@ async def open_stream(
     )
     response = await _send(http_client, http_request, deadlines, follow_redirects=False)
     try:
-        if not _is_success(response.status_code):
-            body = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
-            build = error_for_status or functools.partial(provider_http_error, client)
-            raise build(response.status_code, response.headers, body)
+        await _raise_for_status(response, deadlines, error_for_status)
         events = _events(response, pipeline, deadlines)
         try:
             yield events
@@ -302,12 +306,7 @@ async def fetch_body(
                                         timeout=_http_timeout(timeouts))
     response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)
     try:
-        if not _is_success(response.status_code):
-            preview_bytes = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
-            if error_for_status is None:
-                raise provider_http_error(client, response.status_code, response.headers,
-                                          preview_bytes)
-            raise error_for_status(response.status_code, response.headers, preview_bytes)
+        await _raise_for_status(response, deadlines, error_for_status)
         body = bytearray()
         chunks = response.aiter_bytes()
         while True:
