@@ -215,6 +215,7 @@ class AutoLLMClient:
             google-official.
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
         UnsupportedOperationError: a Bedrock endpoint or a Vertex AI key (08 D23).
+        ValueError: a negative ``max_retries``.
     """
 
     def __init__(
@@ -231,6 +232,8 @@ class AutoLLMClient:
         strict: bool | None = None,
         trace_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
         named = client_type or _env("CLIENT_TYPE")
         self._model = model
         self._client_type = adapters.route(model, named)
