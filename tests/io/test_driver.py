@@ -376,3 +376,10 @@ async def test_outside_cancellation_propagates_untouched(fake_clock: Callable[[]
         await collect(respond(body), fake_clock, timeouts=Timeouts(idle=10.0))
     assert scope.cancelled_caught
     assert body.closed
+
+
+@pytest.mark.parametrize("bad", [{"idle": 0}, {"total": -1.0}, {"connect": float("nan")}])
+def test_timeouts_are_positive_or_none(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="positive number or None"):
+        Timeouts(**bad)
+    assert Timeouts() == Timeouts(connect=10.0, first_event=300.0, idle=120.0, total=None)
