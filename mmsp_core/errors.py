@@ -321,7 +321,8 @@ class ProviderStreamError(MMSPError, RuntimeError):
 
     @property
     def retryable(self) -> bool:
-        if isinstance(self.code, int) and self.code in _RETRYABLE_CODES:
+        code = int(self.code) if isinstance(self.code, str) and self.code.isdigit() else self.code
+        if isinstance(code, int) and code in _RETRYABLE_CODES:
             return True
         text = f"{self.code} {self.error_type}".lower()
         return any(word in text for word in _RETRYABLE_WORDS)

@@ -179,7 +179,9 @@ class StreamPipeline:
         try:
             for event in events:
                 items = event.content_items
-                if len(items) <= 1:
+                if not items or (
+                    len(items) == 1 and event.usage_metadata is None and not event.finish_reason
+                ):
                     out.extend(push(event))
                     continue
                 for item in items:

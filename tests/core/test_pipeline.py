@@ -318,3 +318,15 @@ def test_any_chunking_gives_the_output_of_feeding_the_body_whole(data: st.DataOb
     chunks = data.draw(chunked(whole))
     assert b"".join(chunks) == whole
     assert outcome(*run(new(), chunks)) == outcome(*run(new(), [whole]))
+
+
+def test_an_item_on_a_delta_event_with_usage_comes_out_before_the_protocol_error() -> None:
+    """A delta event may not carry usage; its item still reaches the caller first (02 §6)."""
+    body = (
+        b'data: {"event_type":"delta","content_items":[{"type":"text.delta","text":"hi"}],'
+        b'"usage_metadata":{"prompt_tokens":1},"finish_reason":null}\n\n'
+    )
+    pipeline = StreamPipeline(JsonEventsMachine(), client="c", clock=lambda: 0)
+    events, error = run(pipeline, [body])
+    assert [e.content_items[0] for e in events] == [TextDelta("hi")]
+    assert isinstance(error, StreamProtocolError)
