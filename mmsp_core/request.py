@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
-__all__ = ["HTTPRequest", "encode_json_body"]
+__all__ = ["CREDENTIAL_HEADERS", "HTTPRequest", "encode_json_body"]
+
+
+#: Header names whose values are credentials: never shown by ``repr`` (08 D16).
+CREDENTIAL_HEADERS: Final = frozenset({"authorization", "x-api-key", "x-goog-api-key"})
 
 
 @final
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, repr=False)
 class HTTPRequest:
     """One HTTP request relative to a client's base URL.
 
@@ -23,6 +27,16 @@ class HTTPRequest:
     path: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
+
+    def __repr__(self) -> str:
+        shown = tuple(
+            (name, "[redacted]" if name.lower() in CREDENTIAL_HEADERS else value)
+            for name, value in self.headers
+        )
+        return (
+            f"HTTPRequest(method={self.method!r}, path={self.path!r}, headers={shown!r}, "
+            f"body=<{len(self.body)} bytes>)"
+        )
 
 
 def encode_json_body(value: Any) -> bytes:
