@@ -32,6 +32,7 @@ from mmsp_core.errors import (
 
 from ._catalog import CATALOG
 from ._convert import model_key
+from .anthropic_messages.request import ANTHROPIC_VERSION
 
 __all__ = [
     "CLIENTS",
@@ -48,6 +49,7 @@ __all__ = [
     "client_spec",
     "environment_key_allowed",
     "join_url",
+    "list_models_headers",
     "list_models_path",
     "list_supported_models",
     "needs_image_bytes",
@@ -413,6 +415,19 @@ def list_models_path(client_type: str, page_token: str | None = None) -> str:
             spec.client_type, "list_models paging", detail="its model list is a single page"
         )
     return f"{spec.list_models_path}?{urllib.parse.urlencode({parameter: page_token})}"
+
+
+def list_models_headers(client_type: str) -> tuple[tuple[str, str], ...]:
+    """Return the non-credential headers of the ``list_models`` request (spec 04 §5).
+
+    The Anthropic API wants its version header on every request, listing included (08 D12).
+
+    Raises:
+        RoutingError: an unknown client type.
+    """
+    if client_spec(client_type).protocol == "ant-messages":
+        return (("anthropic-version", ANTHROPIC_VERSION),)
+    return ()
 
 
 def parse_model_page(client_type: str, body: bytes) -> ModelPage:

@@ -51,6 +51,7 @@ from adapters.clients import (
     client_spec,
     environment_key_allowed,
     join_url,
+    list_models_headers,
     list_models_path,
     needs_image_bytes,
     parse_model_page,
@@ -589,8 +590,9 @@ class AutoLLMClient:
         client = self._client_type
         ids: list[str] = []
         token: str | None = None
-        headers = _merge_headers(self._auth, self._default_headers) if not self._is_mmsp \
-            else _merge_headers(self._default_headers, self._auth)
+        listing = list_models_headers(client)
+        headers = _merge_headers(listing, self._auth, self._default_headers) if not self._is_mmsp \
+            else _merge_headers(listing, self._default_headers, self._auth)
         try:
             for _ in range(_MAX_MODEL_PAGES):
                 url = join_url(self._base_url, list_models_path(client, token))

@@ -20,6 +20,7 @@ from httpfakes import Body, clean_environment, mock_client
 
 import adapters
 import mmsp_io.client
+from adapters.anthropic_messages.request import ANTHROPIC_VERSION
 from mmsp_core import (
     ConcurrentCallError,
     FinishReason,
@@ -418,6 +419,7 @@ async def test_list_models_follows_anthropic_pages() -> None:
         "https://api.anthropic.com/v1/models?after_id=claude-a",
     ]
     assert provider.requests[0].headers["x-api-key"] == KEY
+    assert all(r.headers["anthropic-version"] == ANTHROPIC_VERSION for r in provider.requests)
 
 
 # -- remote images (08 D37) ---------------------------------------------------------------------
