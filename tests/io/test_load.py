@@ -41,7 +41,7 @@ FILES_NEEDED = 2 * STREAMS + 512
 
 @pytest.fixture
 def enough_open_files() -> Iterator[None]:
-    """Raise the soft limit on open files for the test, as far as the hard limit allows."""
+    """Raise the soft limit on open files to what the test needs; a lower hard limit fails."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < FILES_NEEDED:
         pytest.fail(f"the hard limit on open files ({hard}) is below {FILES_NEEDED}")
