@@ -34,10 +34,15 @@ import anyio
 import adapters
 from mmsp_core.errors import MMSPError
 from mmsp_core.model import (
+    DeltaItem,
+    DoneItem,
+    EmbeddingDelta,
     EmbeddingDone,
     InlineDataDone,
     InlineThinkingDone,
+    TextDelta,
     TextDone,
+    ThinkingDelta,
     ThinkingDone,
     ToolCallDelta,
     ToolCallDone,
@@ -111,10 +116,10 @@ class StreamPrinter:
             )
             return
         item = event.content_items[0]
-        kind, _, phase = item.type.partition(".")
-        if phase == "done":
+        if not isinstance(item, DeltaItem):
             self.line(f"  [{item.type}] {_summary(item)}")
             return
+        kind = item.type.partition(".")[0]
         if self._streaming != kind:
             self._end_fragments()
             self._out.write(f"{kind}> ")
@@ -140,19 +145,20 @@ def _usage(usage: UsageMetadata | None) -> str:
     return " ".join(f"{name}={'-' if n is None else n}" for name, n in counts)
 
 
-def _fragment(item: Any) -> str:
+def _fragment(item: DeltaItem) -> str:
     if isinstance(item, ToolCallDelta):
         header = f"{item.name}(id={item.tool_call_id}) " if item.name else ""
         return header + item.arguments
-    for field in ("text", "thinking"):
-        if hasattr(item, field):
-            return str(getattr(item, field))
-    if hasattr(item, "data"):
-        return f"<{len(item.data)} bytes {item.mime_type}>"
-    return f"<{len(item.embedding)} floats>"
+    if isinstance(item, TextDelta):
+        return item.text
+    if isinstance(item, ThinkingDelta):
+        return item.thinking
+    if isinstance(item, EmbeddingDelta):
+        return f"<{len(item.embedding)} floats>"
+    return f"<{len(item.data)} bytes {item.mime_type}>"
 
 
-def _summary(item: Any) -> str:
+def _summary(item: DoneItem) -> str:
     if isinstance(item, ToolCallDone):
         return f"{item.name} {json.dumps(item.arguments)} (id={item.tool_call_id})"
     if isinstance(item, TextDone | ThinkingDone):
@@ -163,7 +169,7 @@ def _summary(item: Any) -> str:
         return f"{len(item.data)} bytes of {item.mime_type}"
     if isinstance(item, EmbeddingDone):
         return f"{len(item.embedding)} dimensions"
-    return item.type
+    return item.type  # tool results and image URLs: user input, never streamed
 
 
 # --------------------------------------------------------------------------------------------
