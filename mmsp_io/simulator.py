@@ -77,7 +77,8 @@ from mmsp_core.model import (
 
 __all__ = ["PROTOCOLS", "Behaviour", "RecordedRequest", "Reply", "Simulator", "demo_script"]
 
-MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
+#: A request body longer than this closes the connection (the simulator's buffers are bounded).
+_MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
 _RECEIVE_SIZE: Final = 65536
 _EVENT_STREAM: Final = "text/event-stream; charset=utf-8"
 _DEFAULT_USAGE: Final = UsageMetadata(cached_tokens=0, prompt_tokens=12, response_tokens=8)
@@ -360,7 +361,7 @@ def demo_script(request: RecordedRequest) -> Reply:
         finish = FinishReason.STOP
     elif turn.tools:
         name, schema = turn.tools[0]
-        call_id = f"{dialect.tool_call_id_prefix}{len(turn.tool_results) + 1}"
+        call_id = f"{dialect.tool_call_id_prefix}1"
         items = [
             ThinkingDone(thinking=f"The user asks: {turn.question!r}. I will call {name}."),
             ToolCallDone(
@@ -507,7 +508,7 @@ class Simulator:
                     head = event
                 elif isinstance(event, h11.Data):
                     body += event.data
-                    if len(body) > MAX_REQUEST_BYTES:
+                    if len(body) > _MAX_REQUEST_BYTES:
                         return None
                 elif isinstance(event, h11.EndOfMessage) and head is not None:
                     break
