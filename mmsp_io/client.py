@@ -338,7 +338,7 @@ class AutoLLMClient:
         signal: AbortSignal | None = None,
         *,
         timeouts: Timeouts | None = None,
-    ) -> AsyncIterator[UniEvent]:
+    ) -> AsyncGenerator[UniEvent, None]:
         """Stream the public events of one request (spec 02; RFC-0003).
 
         Closing the generator early closes the HTTP response at once.
@@ -363,7 +363,7 @@ class AutoLLMClient:
         signal: AbortSignal | None = None,
         *,
         timeouts: Timeouts | None = None,
-    ) -> AsyncIterator[UniEvent]:
+    ) -> AsyncGenerator[UniEvent, None]:
         """Stream ``history + [message]`` and record the turn before the stop (spec 02 §9).
 
         On any error, abort included, the history is left untouched.

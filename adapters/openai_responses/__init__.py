@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._spec import WireProtocol
 from .machine import ResponsesMachine, new_machine
-from .render import normalise, render
+from .render import normalize, render
 from .request import CLIENT_TYPES, build_request, check_config
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
     "build_request",
     "check_config",
     "new_machine",
-    "normalise",
+    "normalize",
     "render",
 ]
 

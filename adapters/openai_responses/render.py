@@ -8,7 +8,7 @@ cut into fragments of ``fragment_size`` characters), the ``.done`` repeats and
 with the usage. Every event is ``event: <type>`` plus ``data: {"type", "sequence_number", ...}``.
 
 What a Responses body cannot carry; the round-trip test compares after exactly this
-normalisation (``normalise`` below):
+normalisation (``normalize`` below):
 
 - Only text, thinking and tool-call items exist on this protocol; any other item raises
   ``UnsupportedContentError``.
@@ -46,7 +46,7 @@ from mmsp_core.model import (
 from .._convert import arguments_json
 from .machine import REASONING_FIDELITY_KEYS
 
-__all__ = ["DEFAULT_FRAGMENT_SIZE", "normalise", "render"]
+__all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render"]
 
 #: Characters per fragment when none is given: about one token, as the OpenAI API streams.
 DEFAULT_FRAGMENT_SIZE: Final = 4
@@ -210,7 +210,7 @@ def render(
     return out.body()
 
 
-def normalise(
+def normalize(
     items: Sequence[DoneItem], finish_reason: FinishReason
 ) -> tuple[list[DoneItem], FinishReason]:
     """Return what decoding ``render(items, ..., finish_reason)`` gives back (see above).

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adapters
-from adapters.openai_responses import normalise
+from adapters.openai_responses import normalize
 from mmsp_core import (
     EmptyResponseError,
     IncompleteStreamError,
@@ -585,7 +585,7 @@ def test_round_trip(
     body = adapters.render(PROTOCOL, items, counts, finish, fragment_size=fragment_size)
     chunks = data.draw(chunked(body))
     events, error = run(adapters.new_pipeline(source, clock=None), chunks)
-    expected_items, expected_finish = normalise(items, finish)
+    expected_items, expected_finish = normalize(items, finish)
     assert done_items(events) == [to_wire(item) for item in expected_items]
     if expected_items and not all(isinstance(i, ThinkingDone) for i in expected_items):
         stop = finished(events, error)
