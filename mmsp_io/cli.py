@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
 from functools import partial
 from pathlib import Path
@@ -221,7 +221,7 @@ async def _demo(delay: float, out: TextIO) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-async def _print_stream(events: AsyncIterator[UniEvent], printer: StreamPrinter) -> None:
+async def _print_stream(events: AsyncGenerator[UniEvent, None], printer: StreamPrinter) -> None:
     async with aclosing(events) as stream:
         async for event in stream:
             printer.event(event)

@@ -36,7 +36,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import Any, Final
 
