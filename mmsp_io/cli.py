@@ -21,6 +21,7 @@ call failed, 2 for a usage error or a command that is not available.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -301,6 +302,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.command == "replay":
             return _replay(args, out)
+        if args.backend == "trio" and importlib.util.find_spec("trio") is None:
+            err.write("mmsp-sansio: --backend trio needs trio: pip install trio\n")
+            return 2
         run = (
             partial(_demo, args.delay, out) if args.command == "demo" else partial(_chat, args, out)
         )
