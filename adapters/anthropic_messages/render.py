@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from adapters._convert import arguments_json
+from adapters._render import fragment_size as resolve_fragment_size
+from adapters._render import fragments, sse_event
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
@@ -40,7 +42,6 @@ from mmsp_core.model import (
     ToolCallDone,
     UsageMetadata,
 )
-from mmsp_core.request import encode_json_body
 
 from .machine import REDACTED_THINKING
 
@@ -60,22 +61,14 @@ STOP_REASONS: Final[Mapping[FinishReason, str]] = {
 _MESSAGE_ID: Final = "msg_01MMSPRENDER0000000000"
 
 
-def _event(name: str, payload: Mapping[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + encode_json_body(payload) + b"\n\n"
-
-
-def _fragments(text: str, size: int) -> Iterator[str]:
-    return (text[i : i + size] for i in range(0, len(text), size))
-
-
 def _delta(index: int, delta: Mapping[str, Any]) -> bytes:
-    return _event(
+    return sse_event(
         "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
     )
 
 
 def _start(index: int, block: Mapping[str, Any]) -> bytes:
-    return _event(
+    return sse_event(
         "content_block_start",
         {"type": "content_block_start", "index": index, "content_block": block},
     )
@@ -85,7 +78,7 @@ def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
     """The ``content_block_start`` and deltas of one item (no stop); nothing if not carried."""
     if isinstance(item, TextDone):
         yield _start(index, {"type": "text", "text": ""})
-        for part in _fragments(item.text, size):
+        for part in fragments(item.text, size):
             yield _delta(index, {"type": "text_delta", "text": part})
     elif isinstance(item, ThinkingDone):
         signature = (item.fidelity or {}).get("signature")
@@ -95,7 +88,7 @@ def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
             yield _start(index, {"type": "redacted_thinking", "data": signature})
             return
         yield _start(index, {"type": "thinking", "thinking": "", "signature": ""})
-        for part in _fragments(item.thinking, size):
+        for part in fragments(item.thinking, size):
             yield _delta(index, {"type": "thinking_delta", "thinking": part})
         if signature is not None:
             yield _delta(index, {"type": "signature_delta", "signature": signature})
@@ -104,7 +97,7 @@ def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
         yield _start(index, block)
         # The server always opens the arguments with an empty fragment.
         yield _delta(index, {"type": "input_json_delta", "partial_json": ""})
-        for part in _fragments(arguments_json(item.arguments), size):
+        for part in fragments(arguments_json(item.arguments), size):
             yield _delta(index, {"type": "input_json_delta", "partial_json": part})
 
 
@@ -137,9 +130,7 @@ def render(
     Raises:
         ValueError: ``fragment_size`` is less than 1.
     """
-    size = DEFAULT_FRAGMENT_SIZE if fragment_size is None else fragment_size
-    if size < 1:
-        raise ValueError(f"fragment_size must be at least 1, not {size}")
+    size = resolve_fragment_size(fragment_size, DEFAULT_FRAGMENT_SIZE)
     message: dict[str, Any] = {
         "id": _MESSAGE_ID,
         "type": "message",
@@ -151,22 +142,24 @@ def render(
         "usage": {**_input_usage(usage), "output_tokens": 0},
     }
     out = [
-        _event("message_start", {"type": "message_start", "message": message}),
-        _event("ping", {"type": "ping"}),
+        sse_event("message_start", {"type": "message_start", "message": message}),
+        sse_event("ping", {"type": "ping"}),
     ]
     index = 0
     for item in items:
         block = list(_block(item, index, size))
         if block:
             out.extend(block)
-            out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+            out.append(
+                sse_event("content_block_stop", {"type": "content_block_stop", "index": index})
+            )
             index += 1
     stop_reason = STOP_REASONS[FinishReason(finish_reason)]
     delta = {"stop_reason": stop_reason, "stop_sequence": None}
     out.append(
-        _event(
+        sse_event(
             "message_delta", {"type": "message_delta", "delta": delta, "usage": _final_usage(usage)}
         )
     )
-    out.append(_event("message_stop", {"type": "message_stop"}))
+    out.append(sse_event("message_stop", {"type": "message_stop"}))
     return b"".join(out)

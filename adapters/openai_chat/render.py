@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from adapters._convert import arguments_json
+from adapters._render import fragment_size as resolve_fragment_size
+from adapters._render import fragments, sse_event
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
@@ -40,7 +42,6 @@ from mmsp_core.model import (
     ToolCallDone,
     UsageMetadata,
 )
-from mmsp_core.request import encode_json_body
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render"]
 
@@ -72,20 +73,19 @@ def render(
     Raises:
         ValueError: ``fragment_size`` is less than 1.
     """
-    size = DEFAULT_FRAGMENT_SIZE if fragment_size is None else fragment_size
-    if size < 1:
-        raise ValueError(f"fragment_size must be at least 1, not {fragment_size}")
+    size = resolve_fragment_size(fragment_size, DEFAULT_FRAGMENT_SIZE)
 
     def chunk(delta: _JSON, finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return _event(
+        return sse_event(
+            None,
             {
                 "id": COMPLETION_ID,
                 "object": "chat.completion.chunk",
                 "created": 0,
                 "model": model,
                 "choices": [choice],
-            }
+            },
         )
 
     out = [chunk({"role": "assistant", "content": ""})]
@@ -96,7 +96,8 @@ def render(
         calls += isinstance(item, ToolCallDone)
     out.append(chunk({}, _FINISH[FinishReason(finish_reason)]))
     out.append(
-        _event(
+        sse_event(
+            None,
             {
                 "id": COMPLETION_ID,
                 "object": "chat.completion.chunk",
@@ -104,7 +105,7 @@ def render(
                 "model": model,
                 "choices": [],
                 "usage": _usage(usage),
-            }
+            },
         )
     )
     out.append(b"data: [DONE]\n\n")
@@ -113,19 +114,19 @@ def render(
 
 def _deltas(item: DoneItem, size: int, call_index: int) -> Iterator[_JSON]:
     if isinstance(item, TextDone):
-        for piece in _pieces(item.text, size):
+        for piece in fragments(item.text, size):
             yield {"content": piece}
     elif isinstance(item, ThinkingDone):
         encrypted = _encrypted(item.fidelity)
         if encrypted is not None:
-            for piece in _pieces(item.thinking, size):
+            for piece in fragments(item.thinking, size):
                 block = {"type": "reasoning.text", "text": piece, "index": 0}
                 yield {"reasoning": piece, "reasoning_details": [block]}
             yield {"reasoning_details": [_encrypted_block(encrypted)]}
             return
         field = _reasoning_field(item.fidelity)
         names = (field,) if field is not None else _FIELDS
-        for piece in _pieces(item.thinking, size):
+        for piece in fragments(item.thinking, size):
             yield dict.fromkeys(names, piece)
     elif isinstance(item, ToolCallDone):
         function = {"name": item.name, "arguments": ""}
@@ -139,12 +140,8 @@ def _deltas(item: DoneItem, size: int, call_index: int) -> Iterator[_JSON]:
                 }
             ]
         }
-        for piece in _pieces(arguments_json(item.arguments), size):
+        for piece in fragments(arguments_json(item.arguments), size):
             yield {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
-
-
-def _pieces(text: str, size: int) -> Iterator[str]:
-    return (text[i : i + size] for i in range(0, len(text), size))
 
 
 def _encrypted(fidelity: Mapping[str, Any] | None) -> _JSON | None:
@@ -196,10 +193,6 @@ def _usage(usage: UsageMetadata) -> _JSON:
     if thoughts is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": thoughts}
     return body
-
-
-def _event(chunk: _JSON) -> bytes:
-    return b"data: " + encode_json_body(chunk) + b"\n\n"
 
 
 def normalize(

@@ -29,8 +29,7 @@ normalisation (``normalize`` below):
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from mmsp_core.errors import UnsupportedContentError
@@ -44,6 +43,8 @@ from mmsp_core.model import (
 )
 
 from .._convert import arguments_json
+from .._render import fragment_size as resolve_fragment_size
+from .._render import fragments, sse_event
 from .machine import REASONING_FIDELITY_KEYS
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render"]
@@ -54,25 +55,20 @@ DEFAULT_FRAGMENT_SIZE: Final = 4
 PROTOCOL_NAME: Final = "openai-responses"
 
 
-def _fragments(text: str, size: int) -> Iterator[str]:
-    return (text[start : start + size] for start in range(0, len(text), size))
-
-
 class _Writer:
     """Collects SSE events with increasing ``sequence_number``."""
 
     def __init__(self) -> None:
-        self._parts: list[str] = []
+        self._parts: list[bytes] = []
         self._sequence = 0
 
     def event(self, event_type: str, **fields: Any) -> None:
         data = {"type": event_type, "sequence_number": self._sequence, **fields}
         self._sequence += 1
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        self._parts.append(f"event: {event_type}\ndata: {text}\n\n")
+        self._parts.append(sse_event(event_type, data))
 
     def body(self) -> bytes:
-        return "".join(self._parts).encode("utf-8")
+        return b"".join(self._parts)
 
 
 def _response(model: str, status: str, output: list[Any], **fields: Any) -> dict[str, Any]:
@@ -108,12 +104,15 @@ def _message(out: _Writer, index: int, item: TextDone, size: int) -> dict[str, A
     phase = (item.fidelity or {}).get("phase")
     if isinstance(phase, str) and phase:
         wire["phase"] = phase
-    out.event("response.output_item.added", output_index=index,
-              item={**wire, "status": "in_progress", "content": []})
+    out.event(
+        "response.output_item.added",
+        output_index=index,
+        item={**wire, "status": "in_progress", "content": []},
+    )
     where = {"item_id": ident, "output_index": index, "content_index": 0}
     part = {"type": "output_text", "annotations": [], "text": ""}
     out.event("response.content_part.added", **where, part=part)
-    for fragment in _fragments(item.text, size):
+    for fragment in fragments(item.text, size):
         out.event("response.output_text.delta", **where, delta=fragment)
     out.event("response.output_text.done", **where, text=item.text)
     done_part = {**part, "text": item.text}
@@ -126,14 +125,17 @@ def _message(out: _Writer, index: int, item: TextDone, size: int) -> dict[str, A
 def _reasoning(out: _Writer, index: int, item: ThinkingDone, size: int) -> dict[str, Any]:
     ident = f"rs_{index}"
     fidelity = item.fidelity or {}
-    out.event("response.output_item.added", output_index=index,
-              item={"id": ident, "type": "reasoning", "summary": []})
+    out.event(
+        "response.output_item.added",
+        output_index=index,
+        item={"id": ident, "type": "reasoning", "summary": []},
+    )
     done: dict[str, Any] = {"id": ident, "type": "reasoning", "summary": []}
     if item.thinking and fidelity.get("channel") == "content":
         where: dict[str, Any] = {"item_id": ident, "output_index": index, "content_index": 0}
         part = {"type": "reasoning_text", "text": ""}
         out.event("response.content_part.added", **where, part=part)
-        for fragment in _fragments(item.thinking, size):
+        for fragment in fragments(item.thinking, size):
             out.event("response.reasoning_text.delta", **where, delta=fragment)
         out.event("response.reasoning_text.done", **where, text=item.thinking)
         done["content"] = [{**part, "text": item.thinking}]
@@ -142,7 +144,7 @@ def _reasoning(out: _Writer, index: int, item: ThinkingDone, size: int) -> dict[
         where = {"item_id": ident, "output_index": index, "summary_index": 0}
         part = {"type": "summary_text", "text": ""}
         out.event("response.reasoning_summary_part.added", **where, part=part)
-        for fragment in _fragments(item.thinking, size):
+        for fragment in fragments(item.thinking, size):
             out.event("response.reasoning_summary_text.delta", **where, delta=fragment)
         out.event("response.reasoning_summary_text.done", **where, text=item.thinking)
         done["summary"] = [{**part, "text": item.thinking}]
@@ -157,11 +159,14 @@ def _reasoning(out: _Writer, index: int, item: ThinkingDone, size: int) -> dict[
 def _call(out: _Writer, index: int, item: ToolCallDone, size: int) -> dict[str, Any]:
     ident = f"fc_{index}"
     wire = {"id": ident, "type": "function_call", "call_id": item.tool_call_id, "name": item.name}
-    out.event("response.output_item.added", output_index=index,
-              item={**wire, "arguments": "", "status": "in_progress"})
+    out.event(
+        "response.output_item.added",
+        output_index=index,
+        item={**wire, "arguments": "", "status": "in_progress"},
+    )
     arguments = arguments_json(item.arguments)
     where = {"item_id": ident, "output_index": index}
-    for fragment in _fragments(arguments, size):
+    for fragment in fragments(arguments, size):
         out.event("response.function_call_arguments.delta", **where, delta=fragment)
     out.event("response.function_call_arguments.done", **where, arguments=arguments)
     done = {**wire, "arguments": arguments, "status": "completed"}
@@ -182,7 +187,7 @@ def render(
     Raises:
         UnsupportedContentError: an item kind this protocol cannot carry.
     """
-    size = fragment_size or DEFAULT_FRAGMENT_SIZE
+    size = resolve_fragment_size(fragment_size, DEFAULT_FRAGMENT_SIZE)
     out = _Writer()
     out.event("response.created", response=_response(model, "in_progress", [], usage=None))
     out.event("response.in_progress", response=_response(model, "in_progress", [], usage=None))
