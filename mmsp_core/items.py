@@ -75,8 +75,10 @@ def _split_fidelity(item: Any) -> tuple[Mapping[str, Any] | None, str | None]:
     if "item_id" not in fidelity:
         return fidelity, None
     item_id = fidelity["item_id"]
-    rest = {k: v for k, v in fidelity.items() if k != "item_id"}
-    return (rest or None), (str(item_id) if item_id not in (None, "") else None)
+    identity = str(item_id) if item_id not in (None, "") else None
+    if len(fidelity) == 1:  # the common case on the hot path: only the identity
+        return None, identity
+    return {k: v for k, v in fidelity.items() if k != "item_id"}, identity
 
 
 class StreamItems:
