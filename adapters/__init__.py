@@ -22,14 +22,13 @@ from mmsp_core.messages import normalize_legacy_messages
 from mmsp_core.model import DoneItem, FinishReason, UniConfig, UniEvent, UniMessage, UsageMetadata
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
-from mmsp_core.sse import BodyDecoder, SSEDecoder
 from mmsp_core.wire import config_from_wire, message_from_wire
 
-from ._protocols import PROTOCOLS
-from ._spec import WireProtocol
+from . import _protocols  # noqa: F401  (installs the built-in protocols)
+from ._registry import PROTOCOLS, Registration, protocol_traits, register
+from ._spec import ClientSpec, Traits, WireProtocol
 from .clients import (
     CLIENTS,
-    ClientSpec,
     ModelPricing,
     SupportedModel,
     auth_headers,
@@ -51,7 +50,10 @@ __all__ = [
     "PROTOCOLS",
     "ClientSpec",
     "ModelPricing",
+    "Registration",
     "SupportedModel",
+    "Traits",
+    "WireProtocol",
     "auth_headers",
     "build_request",
     "check_config",
@@ -68,29 +70,45 @@ __all__ = [
     "needs_image_bytes",
     "new_pipeline",
     "parse_model_page",
+    "protocol_traits",
+    "register",
     "render",
+    "resolve",
     "route",
 ]
 
 
-def _resolve(source: str) -> tuple[str, WireProtocol]:
-    """Return (the name used in errors, the protocol) of a client type or protocol name.
+def resolve(source: str) -> tuple[ClientSpec, WireProtocol]:
+    """Return the client row and the protocol record of a client type or protocol name.
+
+    A protocol name stands for its compatible client (09).
 
     Raises:
         RoutingError: ``source`` is neither a client type nor a protocol name.
         UnsupportedOperationError: the client type's protocol is not implemented here yet.
     """
-    if source in PROTOCOLS:
-        return source, PROTOCOLS[source]
+    record = PROTOCOLS.get(source)
+    if record is not None:
+        client = canonical_client_type(record.compatible_client or record.name)
+        if client is None:
+            raise RoutingError("", source, detail="the protocol has no compatible client row")
+        return CLIENTS[client], record
     client = canonical_client_type(source)
     if client is None:
         raise RoutingError("", source, detail="not a client type or wire protocol name")
-    protocol = PROTOCOLS.get(CLIENTS[client].protocol)
-    if protocol is None:
+    spec = CLIENTS[client]
+    record = PROTOCOLS.get(spec.protocol)
+    if record is None:
         raise UnsupportedOperationError(
-            client, "streaming", detail=f"the {CLIENTS[client].protocol} protocol is not built yet"
+            client, "streaming", detail=f"the {spec.protocol} protocol is not built yet"
         )
-    return client, protocol
+    return spec, record
+
+
+def _resolve(source: str) -> tuple[str, ClientSpec, WireProtocol]:
+    """``resolve`` plus the name errors use: the protocol name when decoding by protocol."""
+    spec, record = resolve(source)
+    return (source if source in PROTOCOLS else spec.client_type), spec, record
 
 
 def new_pipeline(
@@ -108,11 +126,14 @@ def new_pipeline(
     Raises:
         RoutingError, UnsupportedOperationError: as ``_resolve``.
     """
-    client, protocol = _resolve(source)
-    machine = protocol.new_machine(client, strict=strict, base_url=base_url)
-    decoder = SSEDecoder() if protocol.event_stream else BodyDecoder()
+    client, spec, protocol = _resolve(source)
+    machine = protocol.new_machine(client, spec.profile, strict=strict, base_url=base_url)
     return StreamPipeline(
-        machine, client=client, clock=clock if clock is not None else _zero, decoder=decoder
+        machine,
+        client=client,
+        clock=clock if clock is not None else _zero,
+        decoder=protocol.new_decoder(),
+        finalizer=protocol.new_finalizer,
     )
 
 
@@ -209,8 +230,8 @@ def check_config(
         UnsupportedParameterError: a value the client cannot send for this model.
         RoutingError, UnsupportedOperationError: an unknown or unbuilt client type.
     """
-    client, protocol = _resolve(client_type)
-    protocol.check_config(client, model, coerce_config(client, config))
+    client, spec, protocol = _resolve(client_type)
+    protocol.check_config(client, spec.profile, model, coerce_config(client, config))
 
 
 def build_request(
@@ -231,12 +252,15 @@ def build_request(
             config errors come before message-conversion errors (spec 02 §8).
         UnsupportedContentError: an item the model cannot take.
     """
-    client, protocol = _resolve(client_type)
+    client, spec, protocol = _resolve(client_type)
     values = coerce_messages(client, messages)
-    for index, message in enumerate(values):
-        if not message.content_items:
-            raise InvalidMessageError(client, None, index, detail="no content items")
-    return protocol.build_request(client, model, values, coerce_config(client, config))
+    if protocol.traits.base_preflight:
+        for index, message in enumerate(values):
+            if not message.content_items:
+                raise InvalidMessageError(client, None, index, detail="no content items")
+    return protocol.build_request(
+        client, spec.profile, model, values, coerce_config(client, config)
+    )
 
 
 def render(
@@ -257,7 +281,7 @@ def render(
     Raises:
         RoutingError, UnsupportedOperationError: an unknown or unbuilt protocol.
     """
-    _, wire = _resolve(protocol)
+    _, _, wire = _resolve(protocol)
     return wire.render(
         items, usage, FinishReason(finish_reason), model=model, fragment_size=fragment_size
     )

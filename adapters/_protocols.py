@@ -1,22 +1,18 @@
-"""The wire protocols this package speaks: one line per protocol module.
+"""The wire protocols this package speaks: one line per protocol package (08 D63).
 
-Adding a protocol means writing its module (ending in ``PROTOCOL = WireProtocol(...)``) and
-adding it here; nothing else dispatches on protocol names.
+Adding a protocol means writing its package (ending in ``PROTOCOL = WireProtocol(...)``), adding
+it here, and adding a registry row per client type that speaks it (``adapters.clients``);
+nothing else dispatches on protocol names. A protocol from outside the library uses
+``adapters.register`` instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Final
+from . import _registry, anthropic_messages, openai_chat, openai_responses
 
-from . import anthropic_messages, openai_chat, openai_responses
-from ._spec import WireProtocol
-
-_MODULES: Final[tuple[WireProtocol, ...]] = (
-    anthropic_messages.PROTOCOL,
-    openai_chat.PROTOCOL,
-    openai_responses.PROTOCOL,
-)
-
-PROTOCOLS: Final[Mapping[str, WireProtocol]] = MappingProxyType({p.name: p for p in _MODULES})
+for _package in (
+    anthropic_messages,
+    openai_chat,
+    openai_responses,
+):
+    _registry.register(_package.PROTOCOL)

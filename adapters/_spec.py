@@ -1,47 +1,170 @@
-"""The internal record each wire-protocol module exports, and the ``Machine`` protocol.
+"""The protocol record and the client row: everything a layer above needs (08 D63).
 
-A wire-protocol module (``anthropic_messages.py``, ``openai_chat.py``, ...) ends with one
-``PROTOCOL = WireProtocol(...)`` constant; ``adapters._protocols`` lists those modules, so a new
-protocol is a new module plus one line there, and nothing else dispatches on protocol names.
+A wire-protocol package (``adapters/anthropic_messages/``, ...) exports one
+``PROTOCOL = WireProtocol(...)``; ``adapters._protocols`` lists those packages, one line each.
+Every public function of ``adapters``, the I/O layer (``open_stream``, ``AutoLLMClient``), the
+provider simulator and the command line take what they need of a protocol from its record:
+no module outside a protocol's package compares protocol or client names.
+
+A client type is a ``ClientSpec`` row (``adapters.clients``): the protocol it speaks, its
+credentials and endpoints, and its ``profile``, the protocol's typed per-client data (capability
+flags, generation rows, quirks). Machines and builders read the profile, never the name.
+
+Both tables are read at call time through ``adapters._registry``; ``adapters.register`` adds a
+protocol from outside the library (a plugin, a test's toy protocol), undoably.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, final
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Protocol, final
 
 import attrs
 
+from mmsp_core.items import StreamItems
 from mmsp_core.model import DoneItem, FinishReason, UniConfig, UniMessage, UsageMetadata
-from mmsp_core.pipeline import Machine
+from mmsp_core.pipeline import Decoder, Finalizer, Machine
 from mmsp_core.request import HTTPRequest
+from mmsp_core.sse import SSEDecoder
 
-__all__ = ["BuildRequest", "CheckConfig", "Machine", "NewMachine", "Render", "WireProtocol"]
+__all__ = [
+    "AuthForm",
+    "BuildRequest",
+    "CheckConfig",
+    "ClientSpec",
+    "ErrorShape",
+    "Finalizer",
+    "ListingForm",
+    "Machine",
+    "NewFinalizer",
+    "NewMachine",
+    "Normalize",
+    "Render",
+    "ServiceAccountKeys",
+    "SimulatorDialect",
+    "Traits",
+    "Turn",
+    "WireProtocol",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Client rows
+# --------------------------------------------------------------------------------------------
+
+
+class AuthForm(enum.Enum):
+    """How a client sends its key (spec 04 §3, §4)."""
+
+    #: ``Authorization: Bearer <key>`` (OpenAI-SDK clients, mmsp, vLLM).
+    BEARER = "bearer"
+    #: ``x-api-key: <key>`` only; never ``Authorization`` (anthropic-official).
+    X_API_KEY = "x-api-key"
+    #: ``x-api-key: <key>`` and ``Authorization: Bearer <key>``: gateways differ (ant-messages).
+    X_API_KEY_AND_BEARER = "x-api-key+bearer"
+    #: ``x-goog-api-key: <key>``; a Gemini key never goes into the URL (08 D17).
+    GOOG_API_KEY = "x-goog-api-key"
+
+
+class ListingForm(enum.Enum):
+    """The shape of a ``list_models`` response (spec 04 §5)."""
+
+    #: ``{"data": [{"id"}, ...]}``, one page, endpoint order (OpenAI-SDK clients, mmsp).
+    DATA_IDS = "data-ids"
+    #: ``{"data": [{"id"}], "has_more", "last_id"}``; the next page is ``?after_id=<last_id>``.
+    ANTHROPIC = "anthropic"
+    #: ``{"models": [{"name"}], "nextPageToken"}``; the next page is ``?pageToken=<token>``;
+    #: each name is reduced to its last ``/``-segment, entries without a name are skipped.
+    GOOGLE = "google"
+
+
+class ServiceAccountKeys(enum.Enum):
+    """What a client does with a service-account JSON key (one starting with ``{``; 04 §3)."""
+
+    #: Not a case for this client: the key is used as any other.
+    NOT_A_CASE = "n/a"
+    #: Refused with ``RoutingError``: the client only takes API keys (google-official).
+    REFUSED = "refused"
+    #: Selects Vertex AI, out of scope: ``UnsupportedOperationError`` (google-genai, 08 D23).
+    VERTEX = "vertex"
+
+
+@final
+@attrs.frozen
+class ClientSpec:
+    """Everything the pure and I/O layers need to know about one client type (spec 04 §1)."""
+
+    client_type: str
+    #: Wire protocol name, the key of the protocol table.
+    protocol: str
+    #: An official client speaks its vendor's own API; a compatible one any endpoint's.
+    official: bool
+    api_key_env: str
+    base_url_env: str
+    default_base_url: str
+    #: An open server takes requests without a key: none is required or sent (08 D25, D40).
+    open_server: bool
+    auth: AuthForm
+    #: Other accepted names, matched case-insensitively (spec 04 §1).
+    aliases: tuple[str, ...] = ()
+    #: Lower-case model-id prefixes that route here when no client type is named (04 §2).
+    model_prefixes: tuple[str, ...] = ()
+    #: The builder sends remote images as data URIs, so the I/O layer fetches every http(s)
+    #: image first (05 §5: "openai-chat and moonshot send http images as data URIs").
+    inlines_remote_images: bool = False
+    #: The builder applies the GPT-5.6 ``detail`` rule to remote images too, so the I/O layer
+    #: fetches them for ids containing ``gpt-5.6`` (05 §5, see ``needs_image_bytes``).
+    measures_remote_images: bool = False
+    #: ``list_models`` path relative to the base URL, and the response shape (04 §5).
+    list_models_path: str = "/models"
+    listing: ListingForm = ListingForm.DATA_IDS
+    #: Non-credential headers of the ``list_models`` request (the Anthropic version, 08 D12).
+    list_models_headers: tuple[tuple[str, str], ...] = ()
+    #: The protocol's typed per-client data, read by its machine and builder (08 D63); ``None``
+    #: for a client whose protocol is not built yet.
+    profile: Any = None
+    #: Model ids (lower-cased) starting with one of these prefixes are sent to another client
+    #: type: ``(prefix, client type)`` (04 §2: openai-official's embedding ids).
+    redirects: tuple[tuple[str, str], ...] = ()
+    service_account_keys: ServiceAccountKeys = ServiceAccountKeys.NOT_A_CASE
+
+
+# --------------------------------------------------------------------------------------------
+# What a protocol's functions look like
+# --------------------------------------------------------------------------------------------
 
 
 class NewMachine(Protocol):
     """Build a fresh machine for one response.
 
-    ``client`` is the client type (or the protocol name when decoding without one); it names
-    the source in errors and selects per-client machine options (MiniMax whole calls, 08 D32).
-    ``base_url`` only feeds the OpenRouter usage fix (spec 06 §7).
+    ``client`` names the source in errors; ``profile`` is the client row's profile (per-client
+    options such as MiniMax's whole calls, 08 D32). ``base_url`` only feeds the OpenRouter usage
+    fix (spec 06 §7).
     """
 
-    def __call__(self, client: str, *, strict: bool, base_url: str | None) -> Machine: ...
+    def __call__(
+        self, client: str, profile: Any, *, strict: bool, base_url: str | None
+    ) -> Machine: ...
 
 
 class BuildRequest(Protocol):
-    """Build the HTTP request for ``client`` (a client type of this protocol)."""
+    """Build the HTTP request of ``client`` (a client type of this protocol, with its profile)."""
 
     def __call__(
-        self, client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+        self,
+        client: str,
+        profile: Any,
+        model: str,
+        messages: Sequence[UniMessage],
+        config: UniConfig,
     ) -> HTTPRequest: ...
 
 
 class CheckConfig(Protocol):
     """Raise what ``BuildRequest`` would raise for the config alone (08 D37)."""
 
-    def __call__(self, client: str, model: str, config: UniConfig) -> None: ...
+    def __call__(self, client: str, profile: Any, model: str, config: UniConfig) -> None: ...
 
 
 class Render(Protocol):
@@ -58,10 +181,114 @@ class Render(Protocol):
     ) -> bytes: ...
 
 
+class Normalize(Protocol):
+    """Return what of ``(items, finish_reason)`` survives a render and decode round trip on
+    this protocol: exactly the normalisation its renderer documents (09)."""
+
+    def __call__(
+        self, items: Sequence[DoneItem], finish_reason: FinishReason
+    ) -> tuple[list[DoneItem], FinishReason]: ...
+
+
+class NewFinalizer(Protocol):
+    """Build the finalizer of one stream."""
+
+    def __call__(self, *, client: str, clock: Callable[[], int]) -> Finalizer: ...
+
+
+def _identity(
+    items: Sequence[DoneItem], finish_reason: FinishReason
+) -> tuple[list[DoneItem], FinishReason]:
+    return list(items), finish_reason
+
+
+# --------------------------------------------------------------------------------------------
+# What the I/O layer, the simulator and the command line need
+# --------------------------------------------------------------------------------------------
+
+
+#: A path into a JSON document: object keys in order.
+JsonPath = tuple[str, ...]
+
+
+@final
+@attrs.frozen
+class ErrorShape:
+    """Where a protocol's JSON error body keeps its fields (08 D19).
+
+    Each field lists paths tried in order; the first that holds a non-empty scalar wins. A
+    document that is a one-element list (Google) is read as its element. The defaults read
+    OpenAI ``{"error": {"type", "code", "message"}}``, Anthropic
+    ``{"type": "error", "error": {"type", "message"}, "request_id"}``, Google
+    ``{"error": {"code", "status", "message"}}`` and the plain ``{"error": "<message>"}``,
+    ``{"message"}`` and ``{"detail"}`` of gateways.
+    """
+
+    error_type: tuple[JsonPath, ...] = (("error", "type"), ("error", "status"), ("error", "code"))
+    message: tuple[JsonPath, ...] = (("error", "message"), ("error",), ("message",), ("detail",))
+    request_id: tuple[JsonPath, ...] = (("request_id",),)
+
+
+@final
+@attrs.frozen
+class Turn:
+    """What the simulator's demo script reads from a request body."""
+
+    #: The text of the last user message.
+    question: str
+    #: ``(name, JSON schema of the parameters)`` of each tool offered, in order.
+    tools: tuple[tuple[str, Mapping[str, Any]], ...]
+    #: The text of every tool result the request carries, in order.
+    tool_results: tuple[str, ...]
+
+
+@final
+@attrs.frozen
+class SimulatorDialect:
+    """How one protocol's provider speaks, as far as the provider simulator needs it."""
+
+    #: ``(method, path regular expression)`` of the generation endpoint, without the query.
+    route: tuple[str, str]
+    #: What a client's base URL adds to the simulator's origin (spec 04 §4).
+    base_path: str
+    #: Header names that may carry the key; ``authorization`` means ``Bearer <key>``.
+    key_headers: tuple[str, ...]
+    request_id_header: str
+    #: ``(status, message) -> JSON error body`` of a non-2xx answer.
+    error_body: Callable[[int, str], dict[str, Any]]
+    #: The message of a 401 for a wrong key.
+    bad_key_message: str
+    #: The in-stream error frame ``Reply.error_after`` appends (an overload, 08 D4).
+    stream_error: bytes
+    read_turn: Callable[[Mapping[str, Any]], Turn]
+    tool_call_id_prefix: str
+    #: Content type of the generation response.
+    content_type: str = "text/event-stream"
+
+
+@final
+@attrs.frozen
+class Traits:
+    """What the layers above the pure pipeline need of a protocol (08 D63)."""
+
+    #: Shown by the command line: ``"Anthropic Messages"``, ...
+    display_name: str
+    #: The base preflight of spec 02 §8 (messages need items, traces are written here) applies;
+    #: ``False`` for a gateway that checks them itself (mmsp, seed §7).
+    base_preflight: bool = True
+    #: Non-2xx answers are the gateway's own ``UpstreamError`` (08 D13), not ``ProviderHTTPError``.
+    upstream_errors: bool = False
+    #: The caller's key wins over ``default_headers`` (a gateway's bearer token).
+    key_wins_over_default_headers: bool = False
+    error_shape: ErrorShape = ErrorShape()
+    #: How the provider simulator serves this protocol; ``None``: it does not.
+    dialect: SimulatorDialect | None = None
+
+
 @final
 @attrs.frozen
 class WireProtocol:
-    """Everything the public ``adapters`` functions need from one wire protocol."""
+    """Everything about one wire protocol (08 D63): see the module docstring."""
 
     #: The protocol name used as a ``decode`` source: ``"ant-messages"``, ``"openai-chat"``, ...
     name: str
@@ -69,5 +296,17 @@ class WireProtocol:
     build_request: BuildRequest
     check_config: CheckConfig
     render: Render
-    #: ``True`` when the response body is an event stream; ``False`` for one JSON body.
-    event_stream: bool = True
+    traits: Traits
+    normalize: Normalize = _identity
+    #: Bytes to SSE events: an event-stream decoder, a one-JSON-body decoder, or a binary
+    #: frame decoder.
+    new_decoder: Callable[[], Decoder] = SSEDecoder
+    #: ``StreamItems`` (the finalizer), or a checker that passes an already-public stream.
+    new_finalizer: NewFinalizer = StreamItems
+    #: The client type a protocol name stands for as a ``decode`` source (09); ``None``: the
+    #: client type of the same name.
+    compatible_client: str | None = None
+
+
+#: The traits of a protocol that has client rows but no package yet.
+PENDING_TRAITS: Final = Traits(display_name="(not built yet)")

@@ -18,7 +18,6 @@ import enum
 import json
 import types
 import urllib.parse
-from collections.abc import Mapping
 from typing import Any, Final, final
 
 import attrs
@@ -30,9 +29,15 @@ from mmsp_core.errors import (
     UnsupportedOperationError,
 )
 
+from . import _registry
 from ._catalog import CATALOG
 from ._convert import model_key
+from ._registry import CLIENTS, canonical_client_type
+from ._spec import AuthForm, ClientSpec, ListingForm, ServiceAccountKeys, Traits
+from .anthropic_messages import profiles as anthropic_profiles
 from .anthropic_messages.request import ANTHROPIC_VERSION
+from .openai_chat import profiles as chat_profiles
+from .openai_responses import profiles as responses_profiles
 
 __all__ = [
     "CLIENTS",
@@ -58,66 +63,8 @@ __all__ = [
 ]
 
 
-class AuthForm(enum.Enum):
-    """How a client sends its key (spec 04 §3, §4)."""
-
-    #: ``Authorization: Bearer <key>`` (OpenAI-SDK clients, mmsp, vLLM).
-    BEARER = "bearer"
-    #: ``x-api-key: <key>`` only; never ``Authorization`` (anthropic-official).
-    X_API_KEY = "x-api-key"
-    #: ``x-api-key: <key>`` and ``Authorization: Bearer <key>``: gateways differ (ant-messages).
-    X_API_KEY_AND_BEARER = "x-api-key+bearer"
-    #: ``x-goog-api-key: <key>``; a Gemini key never goes into the URL (08 D17).
-    GOOG_API_KEY = "x-goog-api-key"
-
-
-class ListingForm(enum.Enum):
-    """The shape of a ``list_models`` response (spec 04 §5)."""
-
-    #: ``{"data": [{"id"}, ...]}``, one page, endpoint order (OpenAI-SDK clients, mmsp).
-    DATA_IDS = "data-ids"
-    #: ``{"data": [{"id"}], "has_more", "last_id"}``; the next page is ``?after_id=<last_id>``.
-    ANTHROPIC = "anthropic"
-    #: ``{"models": [{"name"}], "nextPageToken"}``; the next page is ``?pageToken=<token>``;
-    #: each name is reduced to its last ``/``-segment, entries without a name are skipped.
-    GOOGLE = "google"
-
-
 #: The query parameter that asks for the next page, per paged listing form (spec 04 §5).
 _PAGE_PARAMETER: Final = {ListingForm.ANTHROPIC: "after_id", ListingForm.GOOGLE: "pageToken"}
-
-
-@final
-@attrs.frozen
-class ClientSpec:
-    """Everything the pure and I/O layers need to know about one client type (spec 04 §1)."""
-
-    client_type: str
-    #: Wire protocol name, the key of the protocol table: ``"openai-responses"``,
-    #: ``"ant-messages"``, ``"google-interactions"``, ``"openai-chat"``,
-    #: ``"openai-embedding"``, ``"google-genai"`` or ``"mmsp"``.
-    protocol: str
-    #: An official client speaks its vendor's own API; a compatible one any endpoint's.
-    official: bool
-    api_key_env: str
-    base_url_env: str
-    default_base_url: str
-    #: An open server takes requests without a key: none is required or sent (08 D25, D40).
-    open_server: bool
-    auth: AuthForm
-    #: Other accepted names, matched case-insensitively (spec 04 §1).
-    aliases: tuple[str, ...] = ()
-    #: Lower-case model-id prefixes that route here when no client type is named (04 §2).
-    model_prefixes: tuple[str, ...] = ()
-    #: The builder sends remote images as data URIs, so the I/O layer fetches every http(s)
-    #: image first (05 §5: "openai-chat and moonshot send http images as data URIs").
-    inlines_remote_images: bool = False
-    #: The builder applies the GPT-5.6 ``detail`` rule to remote images too, so the I/O layer
-    #: fetches them for ids containing ``gpt-5.6`` (05 §5, see ``needs_image_bytes``).
-    measures_remote_images: bool = False
-    #: ``list_models`` path relative to the base URL, and the response shape (04 §5).
-    list_models_path: str = "/models"
-    listing: ListingForm = ListingForm.DATA_IDS
 
 
 _OPENAI_URL: Final = "https://api.openai.com/v1"
@@ -141,7 +88,8 @@ def _anthropic(client_type: str, *, official: bool, auth: AuthForm, **options: A
     return ClientSpec(
         client_type, "ant-messages", official, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
         _ANTHROPIC_URL, open_server=False, auth=auth, list_models_path="/v1/models",
-        listing=ListingForm.ANTHROPIC, **options,
+        listing=ListingForm.ANTHROPIC,
+        list_models_headers=(("anthropic-version", ANTHROPIC_VERSION),), **options,
     )
 
 
@@ -157,54 +105,51 @@ def _google(client_type: str, protocol: str, *, official: bool, **options: Any) 
 _SPECS: Final = (
     # Official clients (spec 04 §1), in the order of the routing table of 04 §2.
     _bearer("openai-official", "openai-responses", official=True, env="OPENAI",
-            default_base_url=_OPENAI_URL, model_prefixes=("gpt-", "text-embedding-")),
+            default_base_url=_OPENAI_URL, model_prefixes=("gpt-", "text-embedding-"),
+            redirects=(("text-embedding-", "openai-embedding"),),
+            profile=responses_profiles.OPENAI),
     _anthropic("anthropic-official", official=True, auth=AuthForm.X_API_KEY,
-               model_prefixes=("claude-",)),
+               model_prefixes=("claude-",), profile=anthropic_profiles.OFFICIAL),
     _google("google-official", "google-interactions", official=True,
-            aliases=("gemini-official",), model_prefixes=("gemini-",)),
+            aliases=("gemini-official",), model_prefixes=("gemini-",),
+            service_account_keys=ServiceAccountKeys.REFUSED),
     _bearer("zai-official", "openai-chat", official=True, env="ZAI",
-            default_base_url="https://api.z.ai/api/paas/v4/", model_prefixes=("glm-",)),
+            default_base_url="https://api.z.ai/api/paas/v4/", model_prefixes=("glm-",),
+            profile=chat_profiles.ZAI),
     _bearer("moonshot-official", "openai-chat", official=True, env="MOONSHOT",
             default_base_url="https://api.moonshot.cn/v1", model_prefixes=("kimi-",),
-            inlines_remote_images=True),
+            inlines_remote_images=True, profile=chat_profiles.MOONSHOT),
     _bearer("deepseek-official", "openai-responses", official=True, env="DEEPSEEK",
-            default_base_url="https://api.deepseek.com", model_prefixes=("deepseek-",)),
+            default_base_url="https://api.deepseek.com", model_prefixes=("deepseek-",),
+            profile=responses_profiles.DEEPSEEK),
     _bearer("minimax-official", "openai-responses", official=True, env="MINIMAX",
-            default_base_url="https://api.minimax.io/v1", model_prefixes=("minimax-",)),
+            default_base_url="https://api.minimax.io/v1", model_prefixes=("minimax-",),
+            profile=responses_profiles.MINIMAX),
     # Compatible clients.
     _bearer("openai-responses", "openai-responses", official=False, env="OPENAI",
-            default_base_url=_OPENAI_URL),
+            default_base_url=_OPENAI_URL, profile=responses_profiles.COMPATIBLE),
     _bearer("openai-chat", "openai-chat", official=False, env="OPENAI",
-            default_base_url=_OPENAI_URL, aliases=("openai",), inlines_remote_images=True),
+            default_base_url=_OPENAI_URL, aliases=("openai",), inlines_remote_images=True,
+            profile=chat_profiles.COMPATIBLE),
     _bearer("openai-chat-vllm-adapter", "openai-chat", official=False, env="VLLM",
             default_base_url="http://127.0.0.1:8000/v1", open_server=True,
-            measures_remote_images=True),
+            measures_remote_images=True, profile=chat_profiles.VLLM),
     _bearer("openai-embedding", "openai-embedding", official=False, env="OPENAI",
             default_base_url=_OPENAI_URL),
-    _anthropic("ant-messages", official=False, auth=AuthForm.X_API_KEY_AND_BEARER),
-    _google("google-genai", "google-genai", official=False, aliases=("gemini-generate-content",)),
+    _anthropic("ant-messages", official=False, auth=AuthForm.X_API_KEY_AND_BEARER,
+               profile=anthropic_profiles.COMPATIBLE),
+    _google("google-genai", "google-genai", official=False, aliases=("gemini-generate-content",),
+            service_account_keys=ServiceAccountKeys.VERTEX),
     _bearer("mmsp", "mmsp", official=False, env="MMSP",
             default_base_url="http://127.0.0.1:25752/v1", open_server=True),
 )
 
-#: The registry: every client type of spec 04 §1, read-only.
-CLIENTS: Final[Mapping[str, ClientSpec]] = types.MappingProxyType(
-    {spec.client_type: spec for spec in _SPECS}
-)
-
-_NAMES: Final[Mapping[str, str]] = types.MappingProxyType(
-    {name: spec.client_type for spec in _SPECS for name in (spec.client_type, *spec.aliases)}
-)
-
-#: Spec 04 §2 step 3: (prefix, client type) in table order; the first match wins.
-_PREFIXES: Final = tuple((prefix, spec.client_type) for spec in _SPECS
-                         for prefix in spec.model_prefixes)
-
-
-def canonical_client_type(name: str) -> str | None:
-    """Return the client type ``name`` denotes, case-insensitively and through the aliases of
-    spec 04 §1 (``openai`` -> ``openai-chat``, ...), or ``None`` when it names none."""
-    return _NAMES.get(name.lower())
+_registry.register(None, _SPECS)
+#: The MMSP server's client (spec 07, 08 D13) until its protocol package is built.
+_registry.register_pending("mmsp", Traits(
+    display_name="MMSP server", base_preflight=False, upstream_errors=True,
+    key_wins_over_default_headers=True,
+))
 
 
 def client_spec(client_type: str) -> ClientSpec:
@@ -242,12 +187,16 @@ def route(model: str, client_type: str | None = None) -> str:
         if routed is None:
             raise RoutingError(model, client_type, detail=_unknown_type(client_type))
     else:
-        found = next((client for prefix, client in _PREFIXES if key.startswith(prefix)), None)
+        found = next(
+            (client for prefix, client in _registry.prefix_table() if key.startswith(prefix)),
+            None,
+        )
         if found is None:
             raise RoutingError(model, None)
         routed = found
-    if routed == "openai-official" and key.startswith("text-embedding-"):
-        return "openai-embedding"
+    for prefix, target in CLIENTS[routed].redirects:
+        if key.startswith(prefix):
+            return target
     return routed
 
 
@@ -372,13 +321,13 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
         )
     if api_key is None or not api_key.lstrip().startswith("{"):
         return
-    if spec.client_type == "google-official":
+    if spec.service_account_keys is ServiceAccountKeys.REFUSED:
         raise RoutingError(
             model, spec.client_type,
-            detail="google-official takes a Gemini API key, not a service-account JSON key; "
-            "such keys select Vertex AI on google-genai, which is out of scope",
+            detail=f"{spec.client_type} takes an API key, not a service-account JSON key; "
+            "such keys select Vertex AI, which is out of scope",
         )
-    if spec.client_type == "google-genai":
+    if spec.service_account_keys is ServiceAccountKeys.VERTEX:
         raise UnsupportedOperationError(
             spec.client_type, "Vertex AI",
             detail="service-account JSON keys (Vertex AI) are out of scope",
@@ -425,9 +374,7 @@ def list_models_headers(client_type: str) -> tuple[tuple[str, str], ...]:
     Raises:
         RoutingError: an unknown client type.
     """
-    if client_spec(client_type).protocol == "ant-messages":
-        return (("anthropic-version", ANTHROPIC_VERSION),)
-    return ()
+    return client_spec(client_type).list_models_headers
 
 
 def parse_model_page(client_type: str, body: bytes) -> ModelPage:

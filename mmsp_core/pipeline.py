@@ -23,7 +23,7 @@ from .items import StreamItems
 from .model import UniEvent
 from .sse import SSEDecoder, SSEEvent
 
-__all__ = ["END", "NEED_DATA", "Decoder", "Machine", "PipelineState", "StreamPipeline"]
+__all__ = ["END", "NEED_DATA", "Decoder", "Finalizer", "Machine", "PipelineState", "StreamPipeline"]
 
 
 class Machine(Protocol):
@@ -36,6 +36,17 @@ class Machine(Protocol):
     def finish(self) -> list[UniEvent]:
         """End of input: return whatever the machine still holds (usually ``[]``)."""
         ...
+
+
+class Finalizer(Protocol):
+    """Client stream to public stream: ``StreamItems``, or a checker that passes an already
+    public stream through (the mmsp client)."""
+
+    def push(self, event: UniEvent) -> list[UniEvent]: ...
+
+    def end(self) -> list[UniEvent]: ...
+
+    def close(self) -> UniEvent: ...
 
 
 class Decoder(Protocol):
@@ -89,6 +100,8 @@ class StreamPipeline:
         client: the client type (or protocol name) named in errors.
         clock: Unix milliseconds for ``created_at`` (the finalizer stamps every public event).
         decoder: bytes to SSE events; an ``SSEDecoder`` with default limits when ``None``.
+        finalizer: builds the finalizer from ``client`` and ``clock``; ``StreamItems`` when
+            ``None``.
     """
 
     def __init__(
@@ -98,10 +111,11 @@ class StreamPipeline:
         client: str,
         clock: Callable[[], int],
         decoder: Decoder | None = None,
+        finalizer: Callable[..., Finalizer] | None = None,
     ) -> None:
         self._machine = machine
         self._decoder: Decoder = decoder if decoder is not None else SSEDecoder()
-        self._items = StreamItems(client=client, clock=clock)
+        self._items: Finalizer = (finalizer or StreamItems)(client=client, clock=clock)
         self._sse: deque[SSEEvent] = deque()
         self._out: deque[UniEvent] = deque()
         self._failure: BaseException | None = None

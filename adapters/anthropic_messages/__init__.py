@@ -11,9 +11,13 @@ client (09). Model listing lives with the client registry (``adapters.clients``)
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
-from adapters._spec import WireProtocol
+from adapters._spec import Traits, WireProtocol
+from mmsp_core.model import UniConfig, UniMessage
+from mmsp_core.pipeline import Machine
+from mmsp_core.request import HTTPRequest
 
 from .machine import AnthropicMessagesMachine
 from .render import render
@@ -21,10 +25,26 @@ from .request import build_request, check_config
 
 __all__ = ["PROTOCOL", "AnthropicMessagesMachine", "build_request", "check_config", "render"]
 
+
+def _new_machine(client: str, profile: Any, *, strict: bool, base_url: str | None) -> Machine:
+    return AnthropicMessagesMachine(client, strict=strict, base_url=base_url)
+
+
+def _build_request(
+    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+) -> HTTPRequest:
+    return build_request(client, model, messages, config)
+
+
+def _check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+    check_config(client, model, config)
+
+
 PROTOCOL: Final = WireProtocol(
     name="ant-messages",
-    new_machine=AnthropicMessagesMachine,
-    build_request=build_request,
-    check_config=check_config,
+    new_machine=_new_machine,
+    build_request=_build_request,
+    check_config=_check_config,
     render=render,
+    traits=Traits(display_name="Anthropic Messages"),
 )

@@ -8,18 +8,41 @@ a server would send. The protocol name ``"openai-chat"`` as a decode source beha
 
 from __future__ import annotations
 
-from adapters._spec import WireProtocol
+from collections.abc import Sequence
+from typing import Any, Final
+
+from adapters._spec import Traits, WireProtocol
+from mmsp_core.model import UniConfig, UniMessage
+from mmsp_core.pipeline import Machine
+from mmsp_core.request import HTTPRequest
 
 from .machine import new_machine
-from .render import render
+from .render import normalize, render
 from .request import build_request, check_config
 
 __all__ = ["PROTOCOL"]
 
-PROTOCOL = WireProtocol(
+
+def _new_machine(client: str, profile: Any, *, strict: bool, base_url: str | None) -> Machine:
+    return new_machine(client, strict=strict, base_url=base_url)
+
+
+def _build_request(
+    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+) -> HTTPRequest:
+    return build_request(client, model, messages, config)
+
+
+def _check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+    check_config(client, model, config)
+
+
+PROTOCOL: Final = WireProtocol(
     name="openai-chat",
-    new_machine=new_machine,
-    build_request=build_request,
-    check_config=check_config,
+    new_machine=_new_machine,
+    build_request=_build_request,
+    check_config=_check_config,
     render=render,
+    traits=Traits(display_name="OpenAI Chat Completions"),
+    normalize=normalize,
 )

@@ -7,7 +7,14 @@ Serves the client types ``openai-official``, ``openai-responses`` (also the prot
 
 from __future__ import annotations
 
-from .._spec import WireProtocol
+from collections.abc import Sequence
+from typing import Any, Final
+
+from mmsp_core.model import UniConfig, UniMessage
+from mmsp_core.pipeline import Machine
+from mmsp_core.request import HTTPRequest
+
+from .._spec import Traits, WireProtocol
 from .machine import ResponsesMachine, new_machine
 from .render import normalize, render
 from .request import CLIENT_TYPES, build_request, check_config
@@ -23,10 +30,27 @@ __all__ = [
     "render",
 ]
 
-PROTOCOL = WireProtocol(
+
+def _new_machine(client: str, profile: Any, *, strict: bool, base_url: str | None) -> Machine:
+    return new_machine(client, strict=strict, base_url=base_url)
+
+
+def _build_request(
+    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+) -> HTTPRequest:
+    return build_request(client, model, messages, config)
+
+
+def _check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+    check_config(client, model, config)
+
+
+PROTOCOL: Final = WireProtocol(
     name="openai-responses",
-    new_machine=new_machine,
-    build_request=build_request,
-    check_config=check_config,
+    new_machine=_new_machine,
+    build_request=_build_request,
+    check_config=_check_config,
     render=render,
+    traits=Traits(display_name="OpenAI Responses"),
+    normalize=normalize,
 )

@@ -1,0 +1,122 @@
+"""Typed accessors for the JSON a machine reads from the wire (08 D59).
+
+A provider may send any JSON value in any field. Handlers never index a wire object directly:
+they read each field through these accessors, which return the value when it has the JSON type
+the handler needs and raise ``BadField`` when it does not. The machine kernel
+(``adapters._table``) turns ``BadField`` into ``MalformedEventError`` at that event, so a
+handler needs no ``try`` of its own.
+
+"Exactly of the type" is meant literally: JSON decodes to exact ``dict``, ``list``, ``str``,
+``int``, ``float`` and ``bool`` values, and the exact test keeps a ``bool`` from passing for an
+``int``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar
+
+__all__ = [
+    "BadField",
+    "array",
+    "integer",
+    "loads",
+    "loads_object",
+    "obj",
+    "opt_array",
+    "opt_integer",
+    "opt_obj",
+    "opt_string",
+    "string",
+]
+
+_T = TypeVar("_T")
+
+_JSON_NAMES: Final[Mapping[type, str]] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+class BadField(Exception):
+    """A wire field is missing or has the wrong JSON type; the kernel reports it as
+    ``MalformedEventError`` with this text as ``detail``."""
+
+
+def loads(text: str) -> Any:
+    """Parse ``text`` as JSON.
+
+    Raises:
+        BadField: it is not JSON, or is nested too deeply for the parser.
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadField(f"data is not JSON: {type(exc).__name__}") from None
+
+
+def loads_object(text: str) -> dict[str, Any]:
+    """Parse ``text`` as one JSON object.
+
+    Raises:
+        BadField: it is not JSON, or not an object.
+    """
+    value = loads(text)
+    if type(value) is not dict:
+        raise BadField("data is not a JSON object")
+    return value
+
+
+def _typed(container: Mapping[str, Any], key: str, kind: type[_T], value: Any) -> _T:
+    if type(value) is kind:
+        return value
+    raise BadField(f"{key!r} must be {_JSON_NAMES[kind]}")
+
+
+def obj(container: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``container[key]``, which must be a JSON object. Raises ``BadField``."""
+    return _typed(container, key, dict, container.get(key))
+
+
+def opt_obj(container: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """``container[key]`` as an object, ``None`` when absent or null. Raises ``BadField``."""
+    value = container.get(key)
+    return None if value is None else _typed(container, key, dict, value)
+
+
+def array(container: Mapping[str, Any], key: str) -> list[Any]:
+    """``container[key]``, which must be a JSON array. Raises ``BadField``."""
+    return _typed(container, key, list, container.get(key))
+
+
+def opt_array(container: Mapping[str, Any], key: str) -> list[Any] | None:
+    """``container[key]`` as an array, ``None`` when absent or null. Raises ``BadField``."""
+    value = container.get(key)
+    return None if value is None else _typed(container, key, list, value)
+
+
+def string(container: Mapping[str, Any], key: str) -> str:
+    """``container[key]``, which must be a JSON string. Raises ``BadField``."""
+    return _typed(container, key, str, container.get(key))
+
+
+def opt_string(container: Mapping[str, Any], key: str) -> str | None:
+    """``container[key]`` as a string, ``None`` when absent or null. Raises ``BadField``."""
+    value = container.get(key)
+    return None if value is None else _typed(container, key, str, value)
+
+
+def integer(container: Mapping[str, Any], key: str) -> int:
+    """``container[key]``, which must be a JSON integer (not a bool). Raises ``BadField``."""
+    return _typed(container, key, int, container.get(key))
+
+
+def opt_integer(container: Mapping[str, Any], key: str) -> int | None:
+    """``container[key]`` as an integer, ``None`` when absent or null. Raises ``BadField``."""
+    value = container.get(key)
+    return None if value is None else _typed(container, key, int, value)
