@@ -25,6 +25,7 @@ from mmsp_core.request import HTTPRequest
 from mmsp_core.wire import config_from_wire, message_from_wire
 
 from . import _protocols  # noqa: F401  (installs the built-in protocols)
+from ._errors import read_error_body
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
 from ._spec import ClientSpec, Traits, WireProtocol
 from .clients import (
@@ -71,6 +72,7 @@ __all__ = [
     "new_pipeline",
     "parse_model_page",
     "protocol_traits",
+    "read_error_body",
     "register",
     "render",
     "resolve",

@@ -162,7 +162,7 @@ def _upstream_http_error(status: int, headers: Mapping[str, str], body: bytes) -
     text = body.decode("utf-8", "replace")
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read (08 D59)
         document = None
     error = document.get("error") if isinstance(document, dict) else None
     if not isinstance(error, dict):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import email.utils
 import functools
-import json
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -42,13 +41,13 @@ import anyio
 import attrs
 import httpx
 
+import adapters
 from mmsp_core.errors import (
     MMSPError,
     ProviderConnectionError,
     ProviderHTTPError,
     StreamLimitError,
     StreamTimeoutError,
-    preview,
 )
 from mmsp_core.model import UniEvent
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
@@ -334,47 +333,18 @@ def provider_http_error(
 ) -> ProviderHTTPError:
     """Build the ``ProviderHTTPError`` of a non-2xx answer (08 D19).
 
-    Reads the provider's JSON error body: OpenAI ``{"error": {"type", "code", "message"}}``,
-    Anthropic ``{"type": "error", "error": {"type", "message"}, "request_id"}``, Google
-    ``{"error": {"code", "status", "message"}}`` (also inside a one-element list), and the
-    plain ``{"error": "<message>"}`` / ``{"message"}`` / ``{"detail"}`` of gateways. A body that
-    is not JSON becomes a short preview of its text. The request id comes from the
+    Reads the provider's JSON error body at the places its protocol's ``ErrorShape`` names
+    (``adapters.read_error_body``: OpenAI, Anthropic and Google shapes, the plain ones of
+    gateways); a body that is not JSON, however deeply nested, becomes a short preview of its
+    text. The request id comes from the
     ``x-request-id`` / ``request-id`` / ``x-goog-request-id`` header or the body;
     ``retry_after`` from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
     """
-    error_type, message, body_request_id = _parse_error_body(body)
+    error_type, message, body_request_id = adapters.read_error_body(client, body)
     request_id = next((headers[name] for name in _REQUEST_ID_HEADERS if name in headers),
                       body_request_id)
     return ProviderHTTPError(client, status, error_type, message, request_id,
                              _retry_after(headers))
-
-
-def _text(value: Any) -> str | None:
-    """A JSON scalar as text; ``None`` for null, empty strings and containers."""
-    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
-        return None
-    return str(value) or None
-
-
-def _parse_error_body(body: bytes) -> tuple[str | None, str | None, str | None]:
-    """Return ``(error_type, message, request_id)`` read from an error body."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return None, (preview(text) if text else None), None
-    if isinstance(document, list) and document:
-        document = document[0]
-    if not isinstance(document, dict):
-        return None, preview(text), None
-    request_id = _text(document.get("request_id"))
-    error = document.get("error")
-    if isinstance(error, dict):
-        error_type = (_text(error.get("type")) or _text(error.get("status"))
-                      or _text(error.get("code")))
-        return error_type, _text(error.get("message")), request_id
-    message = _text(error) or _text(document.get("message")) or _text(document.get("detail"))
-    return None, message, request_id
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

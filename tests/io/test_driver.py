@@ -161,6 +161,26 @@ async def test_non_json_error_body_is_a_short_preview(fake_clock: Callable[[], i
     assert len(message) < 200
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 70_000,
+        b'{"error":' * 70_000,
+        b"[" * 30_000 + b"]" * 30_000,  # valid JSON, within the preview, far too deep
+    ],
+    ids=["arrays", "objects", "closed-arrays"],
+)
+async def test_an_error_body_nested_70000_deep_is_a_typed_error(
+    body: bytes, fake_clock: Callable[[], int]
+) -> None:
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(respond(Body(body), 500), fake_clock)
+    error = caught.value
+    assert (error.status, error.error_type, error.request_id) == (500, None, None)
+    assert error.provider_message is not None and len(error.provider_message) < 200
+    assert error.provider_message.startswith(body[:20].decode())
+
+
 def test_retry_after_forms() -> None:
     def retry_after(**headers: str) -> float | None:
         return provider_http_error("c", 429, httpx.Headers(headers), b"").retry_after
