@@ -32,7 +32,7 @@ from .errors import (
     StreamLimitError,
     StreamProtocolError,
 )
-from .kinds import KINDS, Kind
+from .kinds import KINDS, SURROGATE, Kind, repair_surrogates, replace_lone_surrogates
 from .model import FinishReason, Item, UniEvent, UsageMetadata
 
 __all__ = ["StreamItems"]
@@ -55,7 +55,7 @@ class _State(enum.Enum):
 class _OpenItem:
     """The item currently streaming."""
 
-    __slots__ = ("chunks", "fidelity", "first", "item_id", "kind", "size")
+    __slots__ = ("chunks", "fidelity", "first", "held", "item_id", "kind", "size")
 
     def __init__(self, kind: Kind, item_id: str | None) -> None:
         self.kind = kind
@@ -65,6 +65,8 @@ class _OpenItem:
         self.chunks: list[Any] = []
         self.fidelity: Mapping[str, Any] | None = None
         self.size = 0
+        #: A high surrogate kept back from the last fragment, for the next one (08 D55).
+        self.held = ""
 
 
 def _split_fidelity(item: Any) -> tuple[Mapping[str, Any] | None, str | None]:
@@ -73,12 +75,25 @@ def _split_fidelity(item: Any) -> tuple[Mapping[str, Any] | None, str | None]:
     if not fidelity:
         return None, None
     if "item_id" not in fidelity:
-        return fidelity, None
+        return replace_lone_surrogates(dict(fidelity)), None
     item_id = fidelity["item_id"]
     identity = str(item_id) if item_id not in (None, "") else None
     if len(fidelity) == 1:  # the common case on the hot path: only the identity
         return None, identity
-    return {k: v for k, v in fidelity.items() if k != "item_id"}, identity
+    kept = {k: v for k, v in fidelity.items() if k != "item_id"}
+    return replace_lone_surrogates(kept), identity
+
+
+def _repair(text: str) -> tuple[str, str]:
+    """Return ``(text to emit, high surrogate to hold back)`` for a growing string (08 D55).
+
+    A trailing high surrogate may be the first half of a pair whose second half is in the next
+    fragment: it is held back. Pairs become their characters; any other surrogate is U+FFFD.
+    """
+    held = ""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text, held = text[:-1], text[-1]
+    return repair_surrogates(text), held
 
 
 class StreamItems:
@@ -159,12 +174,8 @@ class StreamItems:
             current = self._open
             self._open = None
             cut = self._usage is None or self._finish is None
-            if (
-                current is not None
-                and current.first is not None
-                and not (cut and current.kind.has_headers)
-            ):
-                out.append(self._done_event(current))
+            if current is not None and not (cut and current.kind.has_headers):
+                self._close_item(current, out)
             self._state = _State.ENDED
             return out
         except BaseException:
@@ -241,17 +252,26 @@ class StreamItems:
                     f"item {target.item_id!r} carried two different fidelity payloads"
                 )
             emitted_fid = None
+        growing = kind.growing(fragment)
+        held = ""
+        if kind.with_growing is not None and (
+            target.held or SURROGATE.search(growing) is not None
+        ):
+            repaired, held = _repair(target.held + growing)
+            if repaired != growing:
+                fragment = kind.with_growing(fragment, repaired)
+                growing = repaired
+                empty = kind.is_empty(fragment)
         emits = not empty or emitted_fid is not None
         if emits and target.first is None and kind.lacks_headers(fragment):
             raise self._protocol_error(
                 f"the first {kind.name}.delta of an item must carry the name and the tool_call_id"
             )
-        growing = kind.growing(fragment)
         size = target.size + len(growing)
         if size > self._max_item_size:
             raise StreamLimitError(f"{kind.name} item", self._max_item_size, size)
-        if starts_new and current is not None and current.first is not None:
-            out.append(self._done_event(current))
+        if starts_new and current is not None:
+            self._close_item(current, out)
 
         # Commit.
         if target is not current:
@@ -260,6 +280,7 @@ class StreamItems:
             target.item_id = item_id
         if fid is not None and target.fidelity is None:
             target.fidelity = fid
+        target.held = held
         if not emits:
             return
         public = kind.fragment(target.first, fragment, emitted_fid)
@@ -268,6 +289,23 @@ class StreamItems:
         target.chunks.append(growing)
         target.size = size
         out.append(UniEvent("delta", (public,), None, None, self._clock()))
+
+    def _close_item(self, item: _OpenItem, out: list[UniEvent]) -> None:
+        """Append the item's ``.done``, after a ``"\ufffd"`` fragment for a high surrogate
+        still held back (08 D55), so the ``.done`` stays the join of the fragments."""
+        if item.held:
+            item.held = ""
+            kind = item.kind
+            assert kind.with_growing is not None
+            # Only text kinds hold; their empty fragment needs no first fragment.
+            filler = kind.with_growing(kind.empty_like(item.first), "\ufffd")
+            public = kind.fragment(item.first, filler, None)
+            if item.first is None:
+                item.first = public
+            item.chunks.append("\ufffd")
+            out.append(UniEvent("delta", (public,), None, None, self._clock()))
+        if item.first is not None:
+            out.append(self._done_event(item))
 
     def _done_event(self, item: _OpenItem) -> UniEvent:
         done = item.kind.done(self._client, item.first, item.chunks, item.fidelity)

@@ -9,6 +9,7 @@ else about kinds.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
@@ -32,7 +33,7 @@ from .model import (
     ToolCallDone,
 )
 
-__all__ = ["KINDS", "Kind", "kind_of"]
+__all__ = ["KINDS", "SURROGATE", "Kind", "kind_of", "repair_surrogates", "replace_lone_surrogates"]
 
 Fidelity = Mapping[str, Any] | None
 
@@ -66,6 +67,9 @@ class Kind:
     is_thinking: bool = False
     #: Whether an empty fragment is still emitted (an empty vector stands for its input).
     keeps_empty: bool = False
+    #: For kinds whose growing field is text: a copy of a fragment with another growing value
+    #: (the finalizer's surrogate repair, 08 D55); ``None`` for bytes and vectors.
+    with_growing: Callable[[Any, str], DeltaItem] | None = None
 
 
 def _parse_arguments(client: str, first: ToolCallDelta, raw: str) -> dict[str, Any]:
@@ -117,12 +121,43 @@ def _embedding_fragment(first: Any, d: EmbeddingDelta, fid: Fidelity) -> Embeddi
 
 
 def _tool_done(client: str, first: ToolCallDelta, chunks: Sequence[str], fid: Fidelity) -> DoneItem:
-    arguments = _parse_arguments(client, first, "".join(chunks))
+    raw = "".join(chunks)
+    arguments = _parse_arguments(client, first, raw)
+    if "\\u" in raw:  # an escaped lone surrogate parses into one (08 D55)
+        try:
+            arguments = replace_lone_surrogates(arguments)
+        except RecursionError:
+            raise ToolCallArgumentParseError(
+                client, first.name, first.tool_call_id, len(raw), preview(raw),
+                detail="the arguments are nested too deeply",
+            ) from None
     return ToolCallDone(first.name, first.tool_call_id, arguments, fid)
 
 
 def _embedding_done(client: str, first: Any, chunks: Sequence[Any], fid: Fidelity) -> DoneItem:
     return EmbeddingDone(tuple(x for vector in chunks for x in vector))
+
+
+#: Any UTF-16 surrogate code point; a Python ``str`` may hold them, UTF-8 cannot encode them.
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def repair_surrogates(text: str) -> str:
+    """Join surrogate pairs into their characters and replace lone surrogates by U+FFFD (D55)."""
+    if SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON, fidelity) with every string repaired by ``repair_surrogates``."""
+    if isinstance(value, str):
+        return repair_surrogates(value)
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    return value
 
 
 def _never(d: Any) -> bool:
@@ -147,6 +182,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             fragment=_text_fragment,
             empty_like=lambda first: TextDelta(""),
             done=lambda c, first, chunks, fid: TextDone("".join(chunks), fid),
+            with_growing=lambda d, text: TextDelta(text, d.fidelity),
         ),
         Kind(
             "thinking",
@@ -160,6 +196,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             empty_like=lambda first: ThinkingDelta(""),
             done=lambda c, first, chunks, fid: ThinkingDone("".join(chunks), fid),
             is_thinking=True,
+            with_growing=lambda d, text: ThinkingDelta(text, d.fidelity),
         ),
         Kind(
             "tool_call",
@@ -172,6 +209,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             fragment=_tool_fragment,
             empty_like=lambda first: ToolCallDelta(first.name, first.tool_call_id, ""),
             done=_tool_done,
+            with_growing=lambda d, text: ToolCallDelta(d.name, d.tool_call_id, text, d.fidelity),
         ),
         Kind(
             "inline_data",

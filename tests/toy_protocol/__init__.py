@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -38,7 +38,7 @@ from adapters._spec import (
     Turn,
     WireProtocol,
 )
-from adapters._table import TableMachine
+from adapters._table import TableMachine, Transitions
 from mmsp_core.errors import ProviderStreamError, UnsupportedParameterError
 from mmsp_core.model import (
     DoneItem,
@@ -70,7 +70,9 @@ class ToyProfile:
 
 # -- machine --------------------------------------------------------------------------------
 
-_WHY: Final = {"done": FinishReason.STOP, "tool": FinishReason.TOOL_CALL, "cut": FinishReason.LENGTH}
+_WHY: Final = {
+    "done": FinishReason.STOP, "tool": FinishReason.TOOL_CALL, "cut": FinishReason.LENGTH,
+}
 
 
 def _on_say(m: ToyMachine, data: Mapping[str, Any]) -> UniEvent:
@@ -81,7 +83,8 @@ def _on_say(m: ToyMachine, data: Mapping[str, Any]) -> UniEvent:
 
 def _on_call(m: ToyMachine, data: Mapping[str, Any]) -> UniEvent:
     m.items, m.saying = m.items + 1, False
-    call = ToolCallDelta(string(data, "name"), string(data, "id"), "", {"item_id": f"call{m.items}"})
+    item_id = {"item_id": f"call{m.items}"}
+    call = ToolCallDelta(string(data, "name"), string(data, "id"), "", item_id)
     return UniEvent("delta", (call,))
 
 
@@ -106,7 +109,7 @@ class ToyMachine(TableMachine):
     __slots__ = ("items", "saying")
     INITIAL = "open"
     TERMINAL = frozenset({"over"})
-    TRANSITIONS = {
+    TRANSITIONS: ClassVar[Transitions] = {
         ("open", "say"): (_on_say, "open"),
         ("open", "call"): (_on_call, "open"),
         ("open", "args"): (_on_args, "open"),
