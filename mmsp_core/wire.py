@@ -3,7 +3,10 @@
 ``to_wire`` turns any value (event, message, item, usage, config, error) into a JSON-ready
 ``dict``; the ``*_from_wire`` functions read them back. Bytes travel as base64 text, tuples as
 lists, an absent ``fidelity`` (or ``images``) as an absent key. Readers check every field and
-raise ``WireFormatError(path, reason)`` naming the field path (``content_items[0].text``).
+raise ``WireFormatError(path, reason)`` naming the field path (``content_items[0].text``),
+and nothing else, whatever JSON value they are given (08 D59): a value is used as a key only
+once it is known to be a string, and a reason shows a wrong value only when it is a short
+scalar (``_shown``), never by ``repr`` of a container that may be nested arbitrarily deep.
 
 Errors travel as ``{"error": {"type", "message", **fields}}`` (spec 03 §3).
 """
@@ -17,7 +20,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
-from .errors import ERROR_CLASSES, MMSPError, UpstreamError, WireFormatError, fields_of
+from .errors import ERROR_CLASSES, MMSPError, UpstreamError, WireFormatError, fields_of, preview
 from .model import (
     ITEM_CLASSES,
     DoneItem,
@@ -188,6 +191,25 @@ def _fail(path: str, reason: str) -> WireFormatError:
     return WireFormatError(path, reason)
 
 
+#: Integers with more bits than this are not written out in a reason (``repr`` of a huge
+#: ``int`` is slow, and past 4,300 digits raises ``ValueError``).
+_SHOWN_INT_BITS: Final = 64
+
+
+def _shown(value: Any) -> str:
+    """A short description of a wrong value for a reason: scalars as ``repr`` (strings
+    shortened as spec 03 §2 says), containers by their JSON type only."""
+    if value is None or type(value) in (bool, float):
+        return repr(value)
+    if type(value) is str:
+        return preview(repr(value))
+    if type(value) is int:
+        return repr(value) if value.bit_length() <= _SHOWN_INT_BITS else "a very large integer"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
 def _obj(value: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise _fail(path, f"expected an object, got {type(value).__name__}")
@@ -300,9 +322,10 @@ def item_from_wire(d: Any, path: str = "item") -> Item:
         WireFormatError: not an object, unknown ``type``, or a field of the wrong type.
     """
     obj = _obj(d, path)
-    reader = _ITEM_READERS.get(obj.get("type"))  # type: ignore[arg-type]
+    item_type = obj.get("type")
+    reader = _ITEM_READERS.get(item_type) if isinstance(item_type, str) else None
     if reader is None:
-        raise _fail(f"{path}.type", f"unknown content item type {obj.get('type')!r}")
+        raise _fail(f"{path}.type", f"unknown content item type {_shown(item_type)}")
     return reader(obj, path)
 
 
@@ -323,7 +346,7 @@ def _finish(value: Any, path: str) -> FinishReason | None:
         return None
     finish = _FINISH.get(value) if isinstance(value, str) else None
     if finish is None:
-        raise _fail(path, f"expected one of {sorted(_FINISH)} or null, got {value!r}")
+        raise _fail(path, f"expected one of {sorted(_FINISH)} or null, got {_shown(value)}")
     return finish
 
 
@@ -333,7 +356,8 @@ def _items(value: Any, path: str) -> tuple[Item, ...]:
     readers = _ITEM_READERS
     out = []
     for i, d in enumerate(value):
-        reader = readers.get(d.get("type", "")) if type(d) is dict else None
+        item_type = d.get("type") if type(d) is dict else None
+        reader = readers.get(item_type) if isinstance(item_type, str) else None
         out.append(reader(d, f"{path}[{i}]") if reader else item_from_wire(d, f"{path}[{i}]"))
     return tuple(out)
 
@@ -347,10 +371,10 @@ def event_from_wire(d: Any) -> UniEvent:
     obj = _obj(d, "event")
     role = obj.get("role", "assistant")
     if role != "assistant":
-        raise _fail("event.role", f"expected 'assistant', got {role!r}")
+        raise _fail("event.role", f"expected 'assistant', got {_shown(role)}")
     event_type = obj.get("event_type")
     if event_type != "delta" and event_type != "stop":
-        raise _fail("event.event_type", f"expected 'delta' or 'stop', got {event_type!r}")
+        raise _fail("event.event_type", f"expected 'delta' or 'stop', got {_shown(event_type)}")
     created_at = obj.get("created_at")
     if created_at is not None and type(created_at) is not int:
         raise _fail("event.created_at", "expected an integer or null")
@@ -374,7 +398,7 @@ def message_from_wire(d: Any) -> UniMessage:
     obj = _obj(d, "message")
     role = obj.get("role")
     if role not in ("user", "assistant"):
-        raise _fail("message.role", f"expected 'user' or 'assistant', got {role!r}")
+        raise _fail("message.role", f"expected 'user' or 'assistant', got {_shown(role)}")
     items = _items(obj.get("content_items"), "message.content_items")
     for i, item in enumerate(items):
         if not item.type.endswith(".done"):
@@ -396,10 +420,12 @@ def message_from_wire(d: Any) -> UniMessage:
 
 
 def _enum(kind: Callable[[str], _E], value: Any, path: str) -> _E:
-    try:
-        return kind(value)
-    except ValueError:
-        raise _fail(path, f"unknown value {value!r}") from None
+    if isinstance(value, str):  # a member of the enum is a str too
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    raise _fail(path, f"unknown value {_shown(value)}")
 
 
 def _tool(d: Any, path: str) -> ToolSchema:
@@ -534,8 +560,9 @@ def error_from_wire(d: Any) -> MMSPError:
     cls = ERROR_CLASSES.get(name)
     if cls is None:
         status = inner.get("status")
+        client = inner.get("client")
         return UpstreamError(
-            str(inner.get("client") or "unknown"),
+            client if type(client) is str and client else "unknown",
             status if type(status) is int else None,
             name,
             dict(inner),

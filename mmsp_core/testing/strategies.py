@@ -5,14 +5,19 @@
   ``public_events()``: values for round-trip tests.
 - ``client_streams()``: valid client streams (lists of client ``UniEvent``s whose items carry
   ``fidelity.item_id``), ending with usage and a finish reason.
+- ``hostile_json()``, ``edits(document)``, ``apply_edits`` and ``dumps``: any JSON value (deep
+  nesting and huge numbers included, as ``Huge`` recipes so that a falsifying example prints
+  short) put at any path of a JSON document, for the "only ``MMSPError``" properties (08 D59).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final, Literal
 
+import attrs
 from hypothesis import strategies as st
 
 from ..model import (
@@ -43,12 +48,20 @@ from ..model import (
 )
 
 __all__ = [
+    "Edit",
+    "Huge",
+    "JsonPath",
+    "apply_edits",
     "chunked",
     "client_streams",
     "configs",
     "done_items",
+    "dumps",
+    "edits",
     "finish_reasons",
+    "hostile_json",
     "json_objects",
+    "json_paths",
     "messages",
     "public_events",
     "usage",
@@ -232,3 +245,130 @@ def client_streams(draw: st.DrawFn) -> list[UniEvent]:
         events.append(UniEvent("stop", (), UsageMetadata(prompt_tokens=1), None))
         events.append(UniEvent("stop", (), u, finish))
     return events
+
+
+# -- hostile JSON (08 D59) ------------------------------------------------------------------
+
+#: A path into a JSON document: object keys and array indices, outermost first.
+JsonPath = tuple[str | int, ...]
+
+
+@attrs.frozen
+class Huge:
+    """A JSON value too big to print in a falsifying example: ``size`` nested arrays
+    (``[[...]]``), ``size`` nested objects (``{"a": {"a": ...{}}}``) or an integer of ``size``
+    nines. ``text()`` writes it, ``build()`` makes the Python value, both without recursion."""
+
+    kind: Literal["arrays", "objects", "digits"]
+    size: int
+
+    def text(self) -> str:
+        """The JSON text of the value."""
+        if self.kind == "arrays":
+            return "[" * self.size + "]" * self.size
+        if self.kind == "objects":
+            return '{"a":' * self.size + "{}" + "}" * self.size
+        return "9" * self.size
+
+    def build(self) -> Any:
+        """The value ``json.loads(self.text())`` would return, if it could."""
+        if self.kind == "digits":
+            return 10**self.size - 1
+        value: Any = [] if self.kind == "arrays" else {}
+        for _ in range(self.size - 1):
+            value = [value] if self.kind == "arrays" else {"a": value}
+        return value
+
+
+#: Depths that matter: Python's recursion limit (about 1,000) and the issue's 100,000.
+_DEPTHS: Final = (2, 500, 990, 1_000, 1_100, 5_000, 100_000)
+
+_json_any = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([2**63, -(2**63) - 1, 2**1024, 10**400])
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=16),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=10,
+)
+
+
+def hostile_json() -> st.SearchStrategy[Any]:
+    """Any JSON value: ``null``, booleans, huge integers, floats, strings, ``[]``, ``{}``,
+    nested arrays and objects, and ``Huge`` ones (up to 100,000 deep, 5,000 digits)."""
+    huge = st.builds(
+        Huge,
+        st.sampled_from(["arrays", "objects", "digits"]),
+        st.sampled_from(_DEPTHS) | st.integers(1, 100_000),
+    )
+    return st.just([]) | st.just({}) | _json_any | huge
+
+
+def json_paths(document: Any) -> list[JsonPath]:
+    """Every path of ``document``, the document itself (``()``) first, parents before
+    children."""
+    paths: list[JsonPath] = []
+    pending: list[tuple[JsonPath, Any]] = [((), document)]
+    while pending:
+        path, value = pending.pop(0)
+        paths.append(path)
+        if isinstance(value, dict):
+            pending.extend(((*path, key), child) for key, child in value.items())
+        elif isinstance(value, list):
+            pending.extend(((*path, index), child) for index, child in enumerate(value))
+    return paths
+
+
+Edit = tuple[JsonPath, Any]
+
+
+@st.composite
+def edits(draw: st.DrawFn, document: Any, *, max_edits: int = 3) -> list[Edit]:
+    """One to ``max_edits`` replacements ``(path, hostile value)`` at paths of ``document``."""
+    paths = json_paths(document)
+    return draw(
+        st.lists(st.tuples(st.sampled_from(paths), hostile_json()), min_size=1, max_size=max_edits)
+    )
+
+
+def apply_edits(document: Any, changes: Sequence[Edit], *, build: bool = False) -> Any:
+    """Return ``document`` with each edit applied in order (containers on the path are copied,
+    ``document`` is not changed). A path that an earlier edit removed is skipped. With
+    ``build``, ``Huge`` values become their Python values; otherwise they stay for ``dumps``."""
+    for path, value in changes:
+        if build and isinstance(value, Huge):
+            value = value.build()
+        document = _replaced(document, path, value)
+    return document
+
+
+def _replaced(document: Any, path: JsonPath, value: Any) -> Any:
+    if not path:
+        return value
+    head, *rest = path
+    if isinstance(document, dict) and isinstance(head, str) and head in document:
+        return {**document, head: _replaced(document[head], tuple(rest), value)}
+    if isinstance(document, list) and isinstance(head, int) and head < len(document):
+        copy = list(document)
+        copy[head] = _replaced(document[head], tuple(rest), value)
+        return copy
+    return document
+
+
+def dumps(document: Any) -> str:
+    """``json.dumps`` (compact) of a document that may hold ``Huge`` values."""
+    huge: list[Huge] = []
+
+    def placeholder(value: Any) -> str:
+        if not isinstance(value, Huge):
+            raise TypeError(f"not JSON: {type(value).__name__}")
+        huge.append(value)
+        return f"@@huge{len(huge) - 1}@@"
+
+    text = json.dumps(document, separators=(",", ":"), default=placeholder)
+    for index, value in enumerate(huge):
+        text = text.replace(f'"@@huge{index}@@"', value.text(), 1)
+    return text

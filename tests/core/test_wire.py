@@ -6,6 +6,7 @@ as base64), spec 03 §3 (error wire form) and 09 (``WireFormatError(path, reason
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,17 @@ from mmsp_core import (
     message_from_wire,
     to_wire,
 )
-from mmsp_core.testing.strategies import configs, done_items, messages, public_events, usage
+from mmsp_core.testing.strategies import (
+    Edit,
+    apply_edits,
+    configs,
+    done_items,
+    edits,
+    hostile_json,
+    messages,
+    public_events,
+    usage,
+)
 from mmsp_core.wire import usage_from_wire
 
 # The seed's two example events, byte for byte.
@@ -399,3 +410,48 @@ def test_error_fields_of_the_wrong_type_raise_wire_format_error(inner: dict[str,
 ))
 def test_an_error_read_from_the_wire_is_returned_not_raised(error: MMSPError) -> None:
     assert type(error_from_wire(to_wire(error))) is type(error)
+
+
+# --------------------------------------------------------------------------------------------
+# Any JSON value: only WireFormatError (08 D59)
+# --------------------------------------------------------------------------------------------
+
+
+def test_an_unhashable_item_type_is_a_wire_format_error() -> None:
+    with pytest.raises(WireFormatError) as info:
+        message_from_wire({"role": "user", "content_items": [{"type": ["x"]}]})
+    assert info.value.path == "message.content_items[0].type"
+
+
+#: Each reader with valid documents to start from: the edits then reach every field it reads.
+_READERS: list[tuple[Callable[[Any], Any], st.SearchStrategy[Any]]] = [
+    (event_from_wire, public_events().map(to_wire)),
+    (message_from_wire, messages().map(to_wire)),
+    (config_from_wire, configs().map(to_wire)),
+    (error_from_wire, error_instances().map(to_wire)),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    reader=st.sampled_from(range(len(_READERS))).flatmap(
+        lambda i: st.tuples(st.just(i), _READERS[i][1]).flatmap(
+            lambda pair: st.tuples(st.just(pair[0]), st.just(pair[1]), edits(pair[1]))
+        )
+    )
+)
+def test_the_readers_raise_only_wire_format_error(reader: tuple[int, Any, list[Edit]]) -> None:
+    """Any JSON value at any path of a valid document (08 D59)."""
+    index, document, changes = reader
+    read = _READERS[index][0]
+    with contextlib.suppress(WireFormatError):
+        read(apply_edits(document, changes, build=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=hostile_json())
+def test_any_json_value_as_the_document_raises_only_wire_format_error(value: Any) -> None:
+    document = apply_edits(None, [((), value)], build=True)
+    for read, _ in _READERS:
+        with contextlib.suppress(WireFormatError):
+            read(document)
