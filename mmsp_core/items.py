@@ -39,6 +39,10 @@ __all__ = ["StreamItems"]
 
 #: Largest joined growing field of one item (characters, bytes or floats); 08 D18.
 DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
+#: Fragments of an item kept apart before they are joined into one piece: a 2-character
+#: fragment costs some 60 bytes as its own object, so joining bounds what an item holds to a
+#: small factor of its size (08 D18).
+_COMPACT_EVERY: Final = 256
 
 
 class _State(enum.Enum):
@@ -55,7 +59,7 @@ class _State(enum.Enum):
 class _OpenItem:
     """The item currently streaming."""
 
-    __slots__ = ("chunks", "fidelity", "first", "held", "item_id", "kind", "size")
+    __slots__ = ("chunks", "compacted", "fidelity", "first", "held", "item_id", "kind", "size")
 
     def __init__(self, kind: Kind, item_id: str | None) -> None:
         self.kind = kind
@@ -63,6 +67,8 @@ class _OpenItem:
         #: The first emitted fragment (``None`` until something was emitted).
         self.first: Any = None
         self.chunks: list[Any] = []
+        #: ``chunks[:compacted]`` are joined runs of fragments (see ``_COMPACT_EVERY``).
+        self.compacted = 0
         self.fidelity: Mapping[str, Any] | None = None
         self.size = 0
         #: A high surrogate kept back from the last fragment, for the next one (08 D55).
@@ -286,7 +292,15 @@ class StreamItems:
         public = kind.fragment(target.first, fragment, emitted_fid)
         if target.first is None:
             target.first = public
-        target.chunks.append(growing)
+        chunks = target.chunks
+        chunks.append(growing)
+        if len(chunks) - target.compacted >= _COMPACT_EVERY and isinstance(growing, str | bytes):
+            # Many small fragments would hold far more memory than their content: join the
+            # newest run into one piece (each character is copied once more, in total).
+            run = growing[:0].join(chunks[target.compacted :])
+            del chunks[target.compacted :]
+            chunks.append(run)
+            target.compacted += 1
         target.size = size
         out.append(UniEvent("delta", (public,), None, None, self._clock()))
 

@@ -80,7 +80,10 @@ class SSEDecoder(_Lifecycle):
         self._buf = bytearray()
         self._bom_checked = False
         self._skip_lf = False
-        self._data: list[bytes] = []
+        # The current event's data: ``None`` before its first data line, the line itself after
+        # one, and a ``bytearray`` the next lines are appended to after two, so that what is
+        # held stays close to the data's size however short the lines are (08 D18).
+        self._data: bytes | bytearray | None = None
         # Bytes of data the current event would dispatch: each data line adds its length plus the
         # LF that joins it to the previous one, so it starts at -1.
         self._data_size = -1
@@ -166,13 +169,12 @@ class SSEDecoder(_Lifecycle):
         for the next call.
         """
         events: list[SSEEvent] = []
-        parts = self._data
+        data = self._data
         size = self._data_size
         for line in lines:
             if not line:
                 # A blank line dispatches the event if it has data, and resets the type anyway.
-                if parts:
-                    data = parts[0] if len(parts) == 1 else b"\n".join(parts)
+                if data is not None:
                     events.append(
                         SSEEvent(
                             self._event_type or "message",
@@ -181,7 +183,7 @@ class SSEDecoder(_Lifecycle):
                             self._retry,
                         )
                     )
-                    parts = []
+                    data = None
                     size = -1
                 self._event_type = ""
                 self._retry = None
@@ -208,8 +210,14 @@ class SSEDecoder(_Lifecycle):
             if size > self._max_event:
                 self._fail("SSE event", self._max_event, size)
                 return events
-            parts.append(value)
-        self._data = parts
+            if data is None:
+                data = value
+            else:
+                if type(data) is bytes:
+                    data = bytearray(data)
+                data += b"\n"
+                data += value
+        self._data = data
         self._data_size = size
         return events
 
@@ -238,7 +246,7 @@ class SSEDecoder(_Lifecycle):
     def _reset(self) -> None:
         """Drop the buffered line and the current event's data."""
         self._buf = bytearray()
-        self._data = []
+        self._data = None
         self._data_size = -1
 
 
