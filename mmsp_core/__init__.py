@@ -28,6 +28,7 @@ from .errors import (
     UpstreamError,
     WireFormatError,
 )
+from .grammar import PassThrough
 from .items import StreamItems
 from .json_events import JsonEventsMachine
 from .messages import concat_uni_events_to_uni_message, normalize_legacy_messages
@@ -100,6 +101,7 @@ __all__ = [
     "MMSPError",
     "Machine",
     "MalformedEventError",
+    "PassThrough",
     "PromptCaching",
     "ProviderConnectionError",
     "ProviderHTTPError",

@@ -1,0 +1,259 @@
+"""The public stream's grammar, checked one event at a time, and the pass-through finalizer.
+
+Theory of operation (spec 02 §3, §12):
+
+``StreamGrammar`` holds the rules of 02 §12 once. It takes a public stream event by event
+(``check``) and keeps only what the rules still need: the index of the next event, whether the
+stop has been seen, and the open group (its kind, its first fragment, the growing value of each
+fragment, the one fidelity payload it carried). A group opens with its first ``K.delta`` and
+closes with its ``K.done``, which is compared with the join of the fragments then; so a broken
+rule is reported at the first event that breaks it, never later. What a violation raises is
+the caller's choice: ``StreamGrammar`` calls the ``fail(index, rule)`` it was built with and
+raises what that returns. ``mmsp_core.testing.assert_stream_grammar`` raises ``AssertionError``;
+``PassThrough`` raises ``MalformedEventError``.
+
+``PassThrough`` is a finalizer (``StreamItems``' interface) for a stream that is already public,
+the mmsp client's: it hands every delta event on unchanged, ``created_at`` as given (it stamps
+nothing, so the clock is unused), keeps the stop for ``close()``, and raises
+``MalformedEventError`` at the first event that breaks the grammar: the server's fault (08 D59).
+Input that ends before the stop is ``IncompleteStreamError``. States and poisoning are those of
+``StreamItems``: ``OPEN`` -> ``ENDED`` (``end()``) -> ``CLOSED`` (``close()``); any exception
+moves to ``ERROR`` and every later call raises ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from .errors import IncompleteStreamError, MalformedEventError
+from .kinds import KINDS
+from .model import FinishReason, UniEvent, UsageMetadata
+
+__all__ = ["PassThrough", "StreamGrammar"]
+
+#: The finish reasons a stop may carry (a tuple: ``in`` compares, so it never hashes).
+_FINISH_REASONS: Final = tuple(FinishReason)
+#: Kinds whose growing field is bytes and whose ``.done`` repeats the ``mime_type``.
+_BINARY_KINDS: Final = ("inline_data", "inline_thinking")
+
+
+def _joined(kind_name: str, values: list[Any]) -> Any:
+    if kind_name in _BINARY_KINDS:
+        return b"".join(values)
+    if kind_name == "embedding":
+        return tuple(x for v in values for x in v)
+    return "".join(values)
+
+
+class StreamGrammar:
+    """Check a public stream against every rule of spec 02 §12, event by event.
+
+    ``stream := delta_event* stop_event``; ``group := K.delta+ K.done``; one item per delta
+    event; usage and finish reason only on the stop, which has no items; ``created_at`` on
+    every event; no ``item_id`` in fidelity; at most one fragment per group with fidelity, equal
+    to the ``.done``'s; name and id on the first ``tool_call.delta`` only (08 D29); every
+    ``.done`` equal to the join of its fragments (arguments parsed, name, id and ``mime_type``
+    those of the first fragment); no group left open.
+
+    Args:
+        fail: ``(index of the event, the rule it breaks) -> exception``; ``check`` raises it.
+    """
+
+    __slots__ = ("_chunks", "_fail", "_fidelity", "_first", "_group", "_index", "_stopped")
+
+    def __init__(self, fail: Callable[[int, str], Exception]) -> None:
+        self._fail = fail
+        self._index = 0
+        self._stopped = False
+        #: The open group's kind name, or ``None`` between groups.
+        self._group: str | None = None
+        self._first: Any = None
+        self._chunks: list[Any] = []
+        self._fidelity: Mapping[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once the stop event has been checked: the stream is complete."""
+        return self._stopped
+
+    def check(self, event: UniEvent) -> None:
+        """Check the next event of the stream.
+
+        Raises:
+            Exception: what ``fail`` returns, for the first rule this event breaks.
+        """
+        index = self._index
+        self._index = index + 1
+        if self._stopped:
+            raise self._fail(index, "only the last event may be a stop event")
+        if event.event_type == "stop":
+            self._check_stop(index, event)
+        elif event.event_type == "delta":
+            self._check_delta(index, event)
+        else:
+            raise self._fail(index, f"event_type {event.event_type!r} is neither delta nor stop")
+
+    def _check_stop(self, index: int, stop: UniEvent) -> None:
+        if stop.content_items:
+            raise self._fail(index, "the stop event carries no content items")
+        if not isinstance(stop.usage_metadata, UsageMetadata):
+            raise self._fail(index, "the stop event must carry usage_metadata")
+        if stop.finish_reason not in _FINISH_REASONS:
+            raise self._fail(index, f"bad finish_reason {stop.finish_reason!r}")
+        if stop.created_at is None:
+            raise self._fail(index, "created_at missing")
+        if self._group is not None:
+            raise self._fail(index, f"the {self._group} group was never closed")
+        self._stopped = True
+
+    def _check_delta(self, index: int, event: UniEvent) -> None:
+        fail = self._fail
+        if event.usage_metadata is not None or event.finish_reason is not None:
+            raise fail(index, "a delta event carries no usage_metadata or finish_reason")
+        if event.created_at is None:
+            raise fail(index, "created_at missing")
+        if len(event.content_items) != 1:
+            raise fail(index, "a delta event holds exactly one item")
+        item: Any = event.content_items[0]
+        kind_name, _, phase = item.type.partition(".")
+        kind = KINDS.get(f"{kind_name}.delta")
+        if kind is None or phase not in ("delta", "done"):
+            raise fail(index, f"item type {item.type!r} does not stream")
+        fidelity = item.fidelity
+        if fidelity is not None and "item_id" in fidelity:
+            raise fail(index, "item_id must not reach the public stream")
+        group = self._group
+        if group is not None and kind_name != group:
+            raise fail(index, f"{item.type} inside an open {group} group")
+        if phase == "done":
+            if group is None:
+                raise fail(index, f"{item.type} closes no group")
+            self._check_done(index, kind_name, kind.growing, item)
+            self._group = None
+            self._first = None
+            self._chunks = []
+            self._fidelity = None
+            return
+        if group is None:
+            if kind_name == "tool_call" and not (item.name and item.tool_call_id):
+                raise fail(index, "the first tool_call.delta carries name and tool_call_id")
+            self._group = kind_name
+            self._first = item
+        elif kind_name == "tool_call" and (item.name or item.tool_call_id):
+            raise fail(index, "a later tool_call.delta carries empty name and tool_call_id")
+        if fidelity:
+            if self._fidelity is not None:
+                raise fail(index, "more than one fragment of the group carries fidelity")
+            self._fidelity = fidelity
+        self._chunks.append(kind.growing(item))
+
+    def _check_done(
+        self, index: int, kind_name: str, growing: Callable[[Any], Any], done: Any
+    ) -> None:
+        fail = self._fail
+        if (done.fidelity or None) != self._fidelity:
+            raise fail(index, "the .done's fidelity differs from its fragment's")
+        first = self._first
+        joined = _joined(kind_name, self._chunks)
+        if kind_name == "tool_call":
+            if (done.name, done.tool_call_id) != (first.name, first.tool_call_id):
+                raise fail(index, "tool_call.done's name and id differ from the first fragment's")
+            try:
+                parsed = json.loads(joined or "{}")
+                same = done.arguments == parsed
+            except (ValueError, RecursionError):  # too deep a nesting is a RecursionError
+                raise fail(index, "a tool_call.done whose fragments do not parse") from None
+            if not same:
+                raise fail(index, "tool_call.done's arguments differ from the parsed fragments")
+            return
+        value = done.embedding if kind_name == "embedding" else growing(done)
+        if value != joined:
+            raise fail(index, f"{done.type} differs from the join of its fragments")
+        if kind_name in _BINARY_KINDS and done.mime_type != first.mime_type:
+            raise fail(index, f"{done.type}'s mime_type differs from the first fragment's")
+
+
+class _State(enum.Enum):
+    #: Taking events.
+    OPEN = enum.auto()
+    #: ``end()`` ran; only ``close()`` is allowed.
+    ENDED = enum.auto()
+    #: ``close()`` returned the stop.
+    CLOSED = enum.auto()
+    #: An exception was raised; every later call raises ``RuntimeError``.
+    ERROR = enum.auto()
+
+
+class PassThrough:
+    """The finalizer of an already-public stream: checks it, passes it on (see the module).
+
+    Args:
+        client: the client type (or protocol name) named in errors.
+        clock: unused: every event keeps the ``created_at`` it came with (it is accepted so
+            that ``PassThrough`` is built as every finalizer is).
+    """
+
+    __slots__ = ("_client", "_grammar", "_state", "_stop")
+
+    def __init__(self, *, client: str, clock: Callable[[], int]) -> None:
+        self._client = client
+        self._grammar = StreamGrammar(functools.partial(_malformed, client))
+        self._state = _State.OPEN
+        self._stop: UniEvent | None = None
+
+    def push(self, event: UniEvent) -> list[UniEvent]:
+        """Check one public event; return it (a delta) or keep it for ``close()`` (the stop).
+
+        Raises:
+            MalformedEventError: the event breaks a rule of the grammar (spec 02 §12, 08 D59).
+            RuntimeError: called after ``end()`` or after an error.
+        """
+        self._expect(_State.OPEN)
+        try:
+            self._grammar.check(event)
+        except BaseException:
+            self._state = _State.ERROR
+            raise
+        if event.event_type == "stop":
+            self._stop = event
+            return []
+        return [event]
+
+    def end(self) -> list[UniEvent]:
+        """The input is over; nothing is held back, so this returns ``[]``.
+
+        Raises:
+            RuntimeError: called twice or after an error.
+        """
+        self._expect(_State.OPEN)
+        self._state = _State.ENDED
+        return []
+
+    def close(self) -> UniEvent:
+        """Return the stop event, unchanged.
+
+        Raises:
+            IncompleteStreamError: the input ended before its stop event (RFC-0003 §5).
+            RuntimeError: called before ``end()``, twice, or after an error.
+        """
+        self._expect(_State.ENDED)
+        stop = self._stop
+        if stop is None:
+            self._state = _State.ERROR
+            raise IncompleteStreamError(self._client, ("usage_metadata", "finish_reason"))
+        self._state = _State.CLOSED
+        return stop
+
+    def _expect(self, state: _State) -> None:
+        if self._state is not state:
+            raise RuntimeError(
+                f"PassThrough is {self._state.name}; this call needs it {state.name}"
+            )
+
+
+def _malformed(client: str, index: int, rule: str) -> MalformedEventError:
+    return MalformedEventError(client, f"public event {index}", detail=rule)
