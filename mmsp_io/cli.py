@@ -3,7 +3,8 @@
 Commands:
 
 - ``demo``: starts the provider simulator on a free loopback port and, for each wire protocol
-  it speaks, runs a short agent loop through ``AutoLLMClient`` with a fake key: a question,
+  it speaks (each registered one with a simulator dialect), runs a short agent loop through
+  ``AutoLLMClient`` as the protocol's client, with a fake key: a question,
   a streamed answer with thinking and a tool call, the local tool's result sent back, the
   final streamed answer. Needs no key and no network.
 - ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key comes from
@@ -60,11 +61,6 @@ from .client import AutoLLMClient
 
 __all__ = ["StreamPrinter", "main"]
 
-_TITLES: Final = {
-    "ant-messages": "Anthropic Messages",
-    "openai-chat": "OpenAI Chat Completions",
-    "openai-responses": "OpenAI Responses",
-}
 _DEMO_QUESTION: Final = "What is the weather in Paris?"
 _DEMO_KEY: Final = "sk-demo-not-a-real-key"
 #: The demo's local tool: a weather lookup table.
@@ -204,14 +200,15 @@ async def _demo(delay: float, out: TextIO) -> int:
     printer = StreamPrinter(out)
     async with simulator.Simulator.running(api_key=_DEMO_KEY, delay=delay) as sim:
         printer.line(f"Provider simulator listening on {sim.url} (loopback only)")
-        for protocol in simulator.PROTOCOLS:
-            if protocol not in adapters.PROTOCOLS:
-                continue
+        for protocol in simulator.simulated_protocols():
+            spec, record = adapters.resolve(protocol)
             base_url = sim.base_url(protocol)
             printer.line("")
-            printer.line(f"== {_TITLES.get(protocol, protocol)}: client {protocol}, {base_url}")
+            printer.line(
+                f"== {record.traits.display_name}: client {spec.client_type}, {base_url}"
+            )
             async with AutoLLMClient(
-                "sim-model", api_key=_DEMO_KEY, base_url=base_url, client_type=protocol
+                "sim-model", api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
     return 0

@@ -157,8 +157,11 @@ def _retry_delay(attempt: int, exc: MMSPError) -> float | None:
     return random.uniform(0.5, 1.0) * min(_RETRY_CAP, _RETRY_BASE * 2.0**attempt)
 
 
-def _upstream_http_error(status: int, headers: Mapping[str, str], body: bytes) -> UpstreamError:
-    """An MMSP server's refusal as ``UpstreamError`` (spec 03 §5, 08 D13)."""
+def _upstream_http_error(
+    client: str, status: int, headers: Mapping[str, str], body: bytes
+) -> UpstreamError:
+    """A gateway's refusal as its own ``UpstreamError`` (spec 03 §5, 08 D13): the MMSP
+    server's ``{"error": {...}}`` object as it is, or a stand-in for a body without one."""
     text = body.decode("utf-8", "replace")
     try:
         document = json.loads(text)
@@ -168,7 +171,7 @@ def _upstream_http_error(status: int, headers: Mapping[str, str], body: bytes) -
     if not isinstance(error, dict):
         error = {"type": "HTTPError", "message": f"HTTP {status}: {text[:200]}"}
     error_type = error.get("type")
-    return UpstreamError("mmsp", status, error_type if isinstance(error_type, str) else None,
+    return UpstreamError(client, status, error_type if isinstance(error_type, str) else None,
                          error)
 
 
@@ -244,9 +247,10 @@ class AutoLLMClient:
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
         self._auth = adapters.auth_headers(self._client_type, self._api_key)
         self._default_headers = tuple((default_headers or {}).items())
-        self._is_mmsp = spec.protocol == "mmsp"
+        self._traits = adapters.protocol_traits(spec.protocol)
         self._error_for_status: ErrorForStatus | None = (
-            _upstream_http_error if self._is_mmsp else None
+            functools.partial(_upstream_http_error, self._client_type)
+            if self._traits.upstream_errors else None
         )
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(
@@ -402,7 +406,7 @@ class AutoLLMClient:
         now = _now_ms()
         prepared = []
         for index, message in enumerate(adapters.coerce_messages(self._client_type, messages)):
-            if not message.content_items and not self._is_mmsp:
+            if not message.content_items and self._traits.base_preflight:
                 raise InvalidMessageError(self._client_type, None, index,
                                           detail="the message has no content items")
             if message.created_at is None:
@@ -485,7 +489,7 @@ class AutoLLMClient:
         if signal is not None and signal.aborted:
             raise AbortedError(client, signal.reason)
         values = adapters.coerce_config(client, config)
-        trace_id = values.trace_id if not self._is_mmsp else None
+        trace_id = values.trace_id if self._traits.base_preflight else None
         if trace_id:
             tracer.trace_files(self._trace_root, trace_id, client)
         adapters.check_config(client, self._model, values)
@@ -494,11 +498,18 @@ class AutoLLMClient:
         if needs_image_bytes(client, self._model):
             sendable = await self._inline_images(messages, signal, call_timeouts)
         request = adapters.build_request(client, self._model, sendable, values)
-        layers = (request.headers, self._default_headers, self._auth) if self._is_mmsp \
-            else (request.headers, self._auth, self._default_headers)
-        request = attrs.evolve(request, headers=_merge_headers(*layers))
+        request = attrs.evolve(request, headers=self._with_credentials(request.headers))
         return _Call(request, join_url(self._base_url, request.path), values, trace_id,
                      call_timeouts)
+
+    def _with_credentials(
+        self, headers: Sequence[tuple[str, str]]
+    ) -> tuple[tuple[str, str], ...]:
+        """``headers`` with the credentials and ``default_headers`` over them: the defaults win,
+        except on a protocol whose key wins over them (a gateway's bearer token)."""
+        if self._traits.key_wins_over_default_headers:
+            return _merge_headers(headers, self._default_headers, self._auth)
+        return _merge_headers(headers, self._auth, self._default_headers)
 
     async def _write_trace(
         self, trace_id: str, config: UniConfig, history: list[UniMessage]
@@ -591,8 +602,7 @@ class AutoLLMClient:
         ids: list[str] = []
         token: str | None = None
         listing = list_models_headers(client)
-        headers = _merge_headers(listing, self._auth, self._default_headers) if not self._is_mmsp \
-            else _merge_headers(listing, self._default_headers, self._auth)
+        headers = self._with_credentials(listing)
         try:
             for _ in range(_MAX_MODEL_PAGES):
                 url = join_url(self._base_url, list_models_path(client, token))
@@ -617,9 +627,14 @@ class AutoLLMClient:
 
 
 def _family(client_type: str) -> str:
-    """The official client of a routed type: ``text-embedding-*`` ids route to
-    openai-embedding only through openai-official (spec 04 §2 step 4)."""
-    return "openai-official" if client_type == "openai-embedding" else client_type
+    """The client type whose family a routed type belongs to: the row that redirects some of
+    its model ids to ``client_type`` (the ``redirects`` of spec 04 §2 step 4: openai-official's
+    ``text-embedding-*`` ids), else ``client_type`` itself."""
+    return next(
+        (spec.client_type for spec in adapters.CLIENTS.values()
+         for _prefix, target in spec.redirects if target == client_type),
+        client_type,
+    )
 
 
 def _routes_to(model: str) -> str | None:

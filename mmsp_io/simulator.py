@@ -1,11 +1,14 @@
 """A local provider simulator: real HTTP/1.1 on loopback, scripted answers, no network.
 
 The simulator listens on ``127.0.0.1`` on a free port and answers the endpoints of the real
-providers (spec 04 §4, §5): ``POST /v1/messages`` (Anthropic Messages), ``POST
-/v1/chat/completions`` (OpenAI Chat), ``POST /v1/responses`` (OpenAI Responses) and ``GET
-/v1/models``. It is built on ``h11`` (one ``h11.Connection`` per socket) and ``anyio``, so it runs
-under asyncio and trio. The end-to-end tests, the load test, the benchmarks and ``python -m
-mmsp_io demo`` use it.
+providers (spec 04 §4, §5): the generation endpoint of every registered wire protocol whose
+record has a ``SimulatorDialect`` (``Traits.dialect``; ``simulated_protocols()`` lists them),
+and the model list of their client types. Everything about a provider (its route and base path,
+its key headers, its error bodies, its in-stream error, how its requests read) comes from that
+dialect, read from ``adapters.PROTOCOLS`` at call time, so a protocol registered later with
+``adapters.register`` is served too (08 D63). It runs on the server core of
+``mmsp_io.httpserver`` (h11 and anyio), under asyncio and trio. The end-to-end tests, the load
+test, the benchmarks and ``python -m mmsp_io demo`` use it.
 
 How to script it
 ----------------
@@ -30,6 +33,7 @@ A ``Reply`` says *what* to send:
 - ``items``, ``usage``, ``finish_reason``: rendered by ``adapters.render`` as the body of the
   request's wire protocol (08 D49), with the request's ``model``;
 - ``body``: a recorded body sent as it is (``Reply.recorded(path)`` reads a fixture file);
+  ``content_type`` defaults to the dialect's;
 - ``status`` other than 200: the provider's JSON error body for that status (``message`` and
   ``retry_after`` fill it in), for example ``Reply(status=429, retry_after=0)``.
 
@@ -44,9 +48,9 @@ What the simulator saw: ``sim.requests`` lists every request (method, path, head
 parsed body, protocol) in arrival order; ``sim.disconnects`` lists the requests whose client
 closed the connection before the response was complete (``await sim.wait_disconnects(n)``
 waits for them). A request with a wrong or missing key gets the provider's 401 body and does not
-consume the script.
+consume the script. A request body over 50 MB is answered 413.
 
-Adding a protocol (Gemini's endpoints later) is one ``_Dialect`` row and one route pattern.
+Adding a protocol is its record's ``dialect``: nothing here changes.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import hmac
+import http
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -61,11 +66,10 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias, final
 
 import anyio
-import anyio.abc
 import attrs
-import h11
 
 import adapters
+from adapters._spec import SimulatorDialect
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
@@ -75,12 +79,20 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
-__all__ = ["PROTOCOLS", "Behaviour", "RecordedRequest", "Reply", "Simulator", "demo_script"]
+from . import httpserver
 
-#: A request body longer than this closes the connection (the simulator's buffers are bounded).
+__all__ = [
+    "Behaviour",
+    "RecordedRequest",
+    "Reply",
+    "Simulator",
+    "demo_script",
+    "simulated_protocols",
+]
+
+#: A request body longer than this is answered 413 (the simulator's buffers are bounded).
 _MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
-_RECEIVE_SIZE: Final = 65536
-_EVENT_STREAM: Final = "text/event-stream; charset=utf-8"
+_EVENT_STREAM: Final = "text/event-stream"
 _DEFAULT_USAGE: Final = UsageMetadata(cached_tokens=0, prompt_tokens=12, response_tokens=8)
 
 
@@ -98,13 +110,12 @@ class RecordedRequest:
     body: bytes
     #: The body parsed as JSON, or ``None`` when it is empty or not JSON.
     json: Any
-    #: The wire protocol of the route (``"ant-messages"``, ...), ``None`` for other routes.
+    #: The wire protocol whose generation endpoint was asked, ``None`` for other routes.
     protocol: str | None
 
     def header(self, name: str) -> str | None:
         """Return the first value of header ``name`` (case-insensitive), or ``None``."""
-        wanted = name.lower()
-        return next((value for key, value in self.headers if key == wanted), None)
+        return httpserver.first_header(self.headers, name)
 
 
 def _items(items: Iterable[DoneItem]) -> tuple[DoneItem, ...]:
@@ -122,7 +133,8 @@ class Reply:
     fragment_size: int | None = None
     #: A recorded body sent instead of rendering ``items``.
     body: bytes | None = None
-    content_type: str = _EVENT_STREAM
+    #: ``None``: the content type of the protocol's dialect.
+    content_type: str | None = None
     #: A status other than 200 sends the provider's JSON error body instead.
     status: int = 200
     message: str | None = None
@@ -141,7 +153,9 @@ class Reply:
     def recorded(cls, path: str | Path, **delivery: Any) -> Reply:
         """Replay the body file at ``path`` (a fixture ``.sse`` or ``.json``) as it is."""
         path = Path(path)
-        content_type = "application/json" if path.suffix == ".json" else _EVENT_STREAM
+        content_type = (
+            "application/json" if path.suffix == ".json" else f"{_EVENT_STREAM}; charset=utf-8"
+        )
         return cls(body=path.read_bytes(), content_type=content_type, **delivery)
 
 
@@ -149,187 +163,66 @@ Behaviour: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
 
 
 # --------------------------------------------------------------------------------------------
-# Provider dialects: paths, credentials, error bodies, in-stream errors, what a request asks
+# The protocols served, read from the records at call time (08 D63)
 # --------------------------------------------------------------------------------------------
 
 
-@final
-@attrs.frozen
-class _Turn:
-    """What ``demo_script`` reads from a request."""
-
-    question: str
-    #: ``(name, JSON schema of the parameters)`` of each tool offered, in order.
-    tools: tuple[tuple[str, Mapping[str, Any]], ...]
-    #: The text of every tool result the request carries, in order.
-    tool_results: tuple[str, ...]
-
-
-@final
-@attrs.frozen
-class _Dialect:
-    """How one wire protocol's provider speaks, as far as the simulator needs it."""
-
-    #: What a client's base URL adds to the simulator's origin (spec 04 §4).
-    base_path: str
-    #: Header names that may carry the key; ``authorization`` means ``Bearer <key>``.
-    key_headers: tuple[str, ...]
-    request_id_header: str
-    error_body: Callable[[int, str], dict[str, Any]]
-    #: The in-stream error frame ``Reply.error_after`` appends (an overload, 08 D4).
-    stream_error: bytes
-    read_turn: Callable[[Mapping[str, Any]], _Turn]
-    tool_call_id_prefix: str
-
-
-_ANTHROPIC_ERROR_TYPES: Final = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-_OPENAI_ERRORS: Final = {  # status -> (type, code)
-    401: ("invalid_request_error", "invalid_api_key"),
-    404: ("invalid_request_error", "not_found"),
-    429: ("requests", "rate_limit_exceeded"),
-}
-
-
-def _anthropic_error(status: int, message: str) -> dict[str, Any]:
-    error_type = _ANTHROPIC_ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
+def simulated_protocols() -> tuple[str, ...]:
+    """The wire protocols the simulator serves now: every registered protocol whose record has
+    a ``SimulatorDialect``, in registration order (the order the demo shows them)."""
+    return tuple(
+        name for name, record in adapters.PROTOCOLS.items() if record.traits.dialect is not None
     )
-    return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-def _openai_error(status: int, message: str) -> dict[str, Any]:
-    error_type, code = _OPENAI_ERRORS.get(
-        status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
-    )
-    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+def _dialect(protocol: str) -> SimulatorDialect:
+    """The dialect of ``protocol``.
 
-
-def _texts(content: Any, text_types: tuple[str, ...]) -> list[str]:
-    """The texts of a message's ``content``: a string, or a list of typed parts."""
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [
-        part["text"]
-        for part in content
-        if isinstance(part, Mapping) and part.get("type") in text_types and "text" in part
-    ]
-
-
-def _read_anthropic(body: Mapping[str, Any]) -> _Turn:
-    question, results = "", []
-    for message in body.get("messages") or ():
-        content = message.get("content")
-        if message.get("role") != "user":
-            continue
-        if texts := _texts(content, ("text",)):
-            question = "".join(texts)
-        for block in content if isinstance(content, list) else ():
-            if block.get("type") == "tool_result":
-                results.append("".join(_texts(block.get("content"), ("text",))))
-    tools = tuple(
-        (tool["name"], tool.get("input_schema") or {})
-        for tool in body.get("tools") or ()
-        if "name" in tool
-    )
-    return _Turn(question, tools, tuple(results))
-
-
-def _read_openai_chat(body: Mapping[str, Any]) -> _Turn:
-    question, results = "", []
-    for message in body.get("messages") or ():
-        role, content = message.get("role"), message.get("content")
-        if role == "user" and (texts := _texts(content, ("text",))):
-            question = "".join(texts)
-        elif role == "tool":
-            results.append("".join(_texts(content, ("text",))))
-    tools = tuple(
-        (tool["function"]["name"], tool["function"].get("parameters") or {})
-        for tool in body.get("tools") or ()
-        if "name" in tool.get("function", {})
-    )
-    return _Turn(question, tools, tuple(results))
-
-
-def _read_openai_responses(body: Mapping[str, Any]) -> _Turn:
-    question, results = "", []
-    entries = body.get("input") or ()
-    for entry in [{"role": "user", "content": entries}] if isinstance(entries, str) else entries:
-        if entry.get("role") == "user" and (texts := _texts(entry.get("content"), ("input_text",))):
-            question = "".join(texts)
-        elif entry.get("type") == "function_call_output":
-            results.append("".join(_texts(entry.get("output"), ("input_text",))))
-    tools = tuple(
-        (tool["name"], tool.get("parameters") or {})
-        for tool in body.get("tools") or ()
-        if tool.get("type") == "function" and "name" in tool
-    )
-    return _Turn(question, tools, tuple(results))
-
-
-_DIALECTS: Final[Mapping[str, _Dialect]] = {
-    "ant-messages": _Dialect(
-        base_path="",
-        key_headers=("x-api-key", "authorization"),
-        request_id_header="request-id",
-        error_body=_anthropic_error,
-        stream_error=b'event: error\ndata: {"type":"error","error":'
-        b'{"type":"overloaded_error","message":"Overloaded"}}\n\n',
-        read_turn=_read_anthropic,
-        tool_call_id_prefix="toolu_sim_",
-    ),
-    "openai-chat": _Dialect(
-        base_path="/v1",
-        key_headers=("authorization",),
-        request_id_header="x-request-id",
-        error_body=_openai_error,
-        stream_error=b'data: {"error":{"message":"The server is overloaded.",'
-        b'"type":"server_error","code":"overloaded"}}\n\n',
-        read_turn=_read_openai_chat,
-        tool_call_id_prefix="call_sim_",
-    ),
-    "openai-responses": _Dialect(
-        base_path="/v1",
-        key_headers=("authorization",),
-        request_id_header="x-request-id",
-        error_body=_openai_error,
-        stream_error=b'event: error\ndata: {"type":"error","code":"server_error",'
-        b'"message":"The server had an error while processing your request.","param":null}\n\n',
-        read_turn=_read_openai_responses,
-        tool_call_id_prefix="call_sim_",
-    ),
-}
-
-#: The wire protocols the simulator speaks, in the order the demo shows them.
-PROTOCOLS: Final = tuple(_DIALECTS)
-
-#: ``(method, path pattern) -> wire protocol`` of the model endpoints; paths without the query.
-_ROUTES: Final[tuple[tuple[str, re.Pattern[str], str], ...]] = (
-    ("POST", re.compile(r"/v1/messages"), "ant-messages"),
-    ("POST", re.compile(r"/v1/chat/completions"), "openai-chat"),
-    ("POST", re.compile(r"/v1/responses"), "openai-responses"),
-)
-_MODELS_PATH: Final = "/v1/models"
-#: Every provider lists models at the same path, so that route takes any provider's key header.
-_ANY_KEY_HEADER: Final = tuple(dict.fromkeys(h for d in _DIALECTS.values() for h in d.key_headers))
-#: Dialect of answers that belong to no protocol (unknown routes, the model list).
-_NEUTRAL: Final = "openai-chat"
+    Raises:
+        ValueError: the simulator does not serve ``protocol``.
+    """
+    record = adapters.PROTOCOLS.get(protocol)
+    if record is None or record.traits.dialect is None:
+        raise ValueError(f"the simulator does not serve the wire protocol {protocol!r}")
+    return record.traits.dialect
 
 
 def _route(method: str, path: str) -> str | None:
-    return next(
-        (protocol for m, pattern, protocol in _ROUTES if m == method and pattern.fullmatch(path)),
-        None,
-    )
+    """The protocol whose generation endpoint is ``method path``, if any."""
+    for name, record in adapters.PROTOCOLS.items():
+        dialect = record.traits.dialect
+        if dialect is not None and dialect.route[0] == method and re.fullmatch(
+            dialect.route[1], path
+        ):
+            return name
+    return None
+
+
+def _model_list_key_headers(path: str) -> tuple[str, ...]:
+    """The key headers of every served client type that lists its models at ``path`` (spec
+    04 §5); empty when none does. Providers share a path (``/v1/models``), so it takes any of
+    their key headers."""
+    headers: dict[str, None] = {}
+    for spec in adapters.CLIENTS.values():
+        record = adapters.PROTOCOLS.get(spec.protocol)
+        dialect = record.traits.dialect if record is not None else None
+        if dialect is not None and adapters.join_url(
+            dialect.base_path, spec.list_models_path
+        ) == path:
+            headers.update(dict.fromkeys(dialect.key_headers))
+    return tuple(headers)
+
+
+_NEUTRAL_REQUEST_ID_HEADER: Final = "x-request-id"
+_NEUTRAL_BAD_KEY_MESSAGE: Final = "Invalid API key."
+
+
+def _neutral_error_body(status: int, message: str) -> dict[str, Any]:
+    """The error body of an answer that belongs to no protocol (an unknown route, the model
+    list): the plain ``{"error": {"message", "type"}}`` every ``ErrorShape`` reads, the type
+    being the status's phrase (``not_found``)."""
+    error_type = http.HTTPStatus(status).phrase.lower().replace(" ", "_")
+    return {"error": {"message": message, "type": error_type}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,9 +245,15 @@ def demo_script(request: RecordedRequest) -> Reply:
     Tools offered and no tool result yet: thinking, then a call to the first tool whose first
     string parameter holds the question's last word (``"... in Paris?"`` → ``"Paris"``),
     finish ``tool_call``. A tool result in the request: a text answer quoting the last result.
-    No tools: thinking and a text answer repeating the question.
+    No tools: thinking and a text answer repeating the question. The request is read by its
+    protocol's dialect (``read_turn``).
+
+    Raises:
+        ValueError: the request is not one to a model endpoint the simulator serves.
     """
-    dialect = _DIALECTS[request.protocol or _NEUTRAL]
+    if request.protocol is None:
+        raise ValueError("demo_script answers requests to model endpoints only")
+    dialect = _dialect(request.protocol)
     turn = dialect.read_turn(request.json)
     if turn.tool_results:
         items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]
@@ -383,7 +282,7 @@ def demo_script(request: RecordedRequest) -> Reply:
 
 
 # --------------------------------------------------------------------------------------------
-# The server
+# The simulator
 # --------------------------------------------------------------------------------------------
 
 
@@ -407,6 +306,14 @@ def _split(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
 
+def _parse_json(body: bytes) -> Any:
+    """``body`` as JSON; ``None`` when it is empty, not JSON or nested too deeply to read."""
+    try:
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
+
+
 @final
 class Simulator:
     """A running provider simulator; build it with ``Simulator.running(...)``."""
@@ -419,14 +326,14 @@ class Simulator:
         chunk_size: int | None,
         delay: float | None,
         models: Sequence[str],
-        port: int,
     ) -> None:
         self.default = default
         self.api_key = api_key
         self.chunk_size = chunk_size
         self.delay = delay
         self.models = tuple(models)
-        self.url = f"http://127.0.0.1:{port}"
+        #: The origin, ``http://127.0.0.1:<port>``; set once the simulator listens.
+        self.url = ""
         #: Behaviours for the next requests, taken in order before ``default``.
         self.script: collections.deque[Behaviour] = collections.deque()
         self.requests: list[RecordedRequest] = []
@@ -448,106 +355,62 @@ class Simulator:
         ``chunk_size`` and ``delay`` are the defaults of every reply (see ``Reply``).
         Leaving the block closes the listener and every open connection.
         """
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        sim = cls(
-            default, api_key=api_key, chunk_size=chunk_size, delay=delay, models=models, port=port
-        )
-        try:
-            async with listener, anyio.create_task_group() as tasks:
-                tasks.start_soon(listener.serve, sim._serve_connection)
-                try:
-                    yield sim
-                finally:
-                    tasks.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # The task group wraps what the ``async with`` body raised; hand it back as it was.
-            if len(group.exceptions) != 1:
-                raise
-            error = group.exceptions[0]
-            raise error from error.__cause__
+        sim = cls(default, api_key=api_key, chunk_size=chunk_size, delay=delay, models=models)
+        limits = httpserver.Limits(max_body_bytes=_MAX_REQUEST_BYTES)
+        async with httpserver.serve(sim._handle, limits=limits) as server:
+            sim.url = server.url
+            yield sim
 
     def base_url(self, protocol: str) -> str:
-        """The base URL a client of ``protocol`` is given: ``/v1`` for OpenAI, the origin else."""
-        return self.url + _DIALECTS[protocol].base_path
+        """The base URL a client of ``protocol`` is given: the origin and the dialect's base
+        path (spec 04 §4: ``/v1`` on some providers, none on others).
+
+        Raises:
+            ValueError: the simulator does not serve ``protocol``.
+        """
+        return self.url + _dialect(protocol).base_path
 
     async def wait_disconnects(self, count: int = 1) -> None:
         """Wait until at least ``count`` clients closed their connection mid-response."""
         while len(self.disconnects) < count:
             await anyio.sleep(0.005)
 
-    # -- one connection ----------------------------------------------------------------------
+    # -- one request ---------------------------------------------------------------------------
 
-    async def _serve_connection(self, stream: anyio.abc.ByteStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        async with stream:
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                while (request := await self._read_request(stream, conn)) is not None:
-                    response, reply = self._answer(request)
-                    if not await self._send(stream, conn, request, response, reply):
-                        return
-                    if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                        return
-                    conn.start_next_cycle()
-
-    async def _read_request(
-        self, stream: anyio.abc.ByteStream, conn: h11.Connection
-    ) -> RecordedRequest | None:
-        """Read one whole request; ``None`` when the client closed or sent no valid HTTP."""
-        head: h11.Request | None = None
-        body = bytearray()
-        try:
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    try:
-                        conn.receive_data(await stream.receive(_RECEIVE_SIZE))
-                    except anyio.EndOfStream:
-                        conn.receive_data(b"")
-                elif isinstance(event, h11.Request):
-                    head = event
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                    if len(body) > _MAX_REQUEST_BYTES:
-                        return None
-                elif isinstance(event, h11.EndOfMessage) and head is not None:
-                    break
-                else:  # ConnectionClosed, or a state h11 says we cannot be in
-                    return None
-        except h11.RemoteProtocolError:
-            return None
-        path, _, query = head.target.decode("ascii", "replace").partition("?")
-        method = head.method.decode("ascii")
-        try:
-            parsed = json.loads(body) if body else None
-        except ValueError:
-            parsed = None
-        request = RecordedRequest(
-            method=method,
-            path=path,
-            query=query,
-            headers=tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers),
-            body=bytes(body),
-            json=parsed,
-            protocol=_route(method, path),
+    async def _handle(self, request: httpserver.Request, out: httpserver.Response) -> None:
+        """Record ``request``, answer it, and note a client that left before the end."""
+        recorded = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            query=request.query,
+            headers=request.headers,
+            body=request.body,
+            json=_parse_json(request.body),
+            protocol=_route(request.method, request.path),
         )
-        self.requests.append(request)
-        return request
+        self.requests.append(recorded)
+        try:
+            response, reply = self._answer(recorded)
+            await self._deliver(out, response, reply)
+        finally:
+            if out.client_gone:
+                self.disconnects.append(recorded)
 
     def _answer(self, request: RecordedRequest) -> tuple[_Response, Reply]:
         """Decide the response to ``request``: routing, credentials, then the script."""
         protocol = request.protocol
-        dialect = _DIALECTS[protocol or _NEUTRAL]
-        is_models = request.method == "GET" and request.path == _MODELS_PATH
-        if protocol is None and not is_models:
-            message = f"No route for {request.method} {request.path}."
-            return self._error(dialect, Reply(status=404, message=message)), Reply()
-        key_headers = _ANY_KEY_HEADER if is_models else dialect.key_headers
-        if not self._authorised(request, key_headers):
-            message = "invalid x-api-key" if protocol == "ant-messages" else "Invalid API key."
-            return self._error(dialect, Reply(status=401, message=message)), Reply()
         if protocol is None:
+            key_headers = _model_list_key_headers(request.path) if request.method == "GET" else ()
+            if not key_headers:
+                message = f"No route for {request.method} {request.path}."
+                return self._error(None, Reply(status=404, message=message)), Reply()
+            if not self._authorised(request, key_headers):
+                reply = Reply(status=401, message=_NEUTRAL_BAD_KEY_MESSAGE)
+                return self._error(None, reply), Reply()
             return self._models(), Reply()
+        dialect = _dialect(protocol)
+        if not self._authorised(request, dialect.key_headers):
+            return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
         if not isinstance(request.json, Mapping):
             reply = Reply(status=400, message="The request body is not a JSON object.")
             return self._error(dialect, reply), reply
@@ -555,7 +418,7 @@ class Simulator:
         reply = behaviour if isinstance(behaviour, Reply) else behaviour(request)
         if reply.status != 200:
             return self._error(dialect, reply), reply
-        return self._stream(protocol, request, reply), reply
+        return self._stream(protocol, dialect, request, reply), reply
 
     def _authorised(self, request: RecordedRequest, key_headers: tuple[str, ...]) -> bool:
         expected = self.api_key.encode()
@@ -571,20 +434,27 @@ class Simulator:
                 return True
         return False
 
-    def _error(self, dialect: _Dialect, reply: Reply) -> _Response:
+    def _error(self, dialect: SimulatorDialect | None, reply: Reply) -> _Response:
+        """The JSON error response of ``reply.status``: the dialect's, or the neutral one."""
         message = reply.message or f"Simulated error {reply.status}."
-        body = json.dumps(dialect.error_body(reply.status, message)).encode()
+        if dialect is None:
+            document = _neutral_error_body(reply.status, message)
+            request_id_header = _NEUTRAL_REQUEST_ID_HEADER
+        else:
+            document = dialect.error_body(reply.status, message)
+            request_id_header = dialect.request_id_header
         headers = [
             ("content-type", "application/json"),
-            (dialect.request_id_header, f"req_sim_{len(self.requests)}"),
+            (request_id_header, f"req_sim_{len(self.requests)}"),
             *reply.headers,
         ]
         if reply.retry_after is not None:
             headers.append(("retry-after", f"{reply.retry_after:g}"))
-        return _Response(reply.status, headers, [body], event_stream=False)
+        return _Response(reply.status, headers, [json.dumps(document).encode()], False)
 
     def _models(self) -> _Response:
-        # One body both list parsers read: OpenAI's ``data[].id`` and Anthropic's paging keys.
+        # One body the ``data`` listing forms all read: the ids in ``data[].id`` and the paging
+        # keys (``has_more``, ``last_id``) of the paged form (spec 04 §5).
         data = [
             {"id": m, "object": "model", "type": "model", "created": 0, "owned_by": "simulator"}
             for m in self.models
@@ -600,8 +470,9 @@ class Simulator:
             200, [("content-type", "application/json")], [json.dumps(body).encode()], False
         )
 
-    def _stream(self, protocol: str, request: RecordedRequest, reply: Reply) -> _Response:
-        dialect = _DIALECTS[protocol]
+    def _stream(
+        self, protocol: str, dialect: SimulatorDialect, request: RecordedRequest, reply: Reply
+    ) -> _Response:
         if reply.body is not None:
             body = reply.body
         else:
@@ -613,7 +484,8 @@ class Simulator:
                 model=str(request.json.get("model", "sim-model")),
                 fragment_size=reply.fragment_size,
             )
-        event_stream = reply.content_type.startswith("text/event-stream")
+        content_type = reply.content_type or dialect.content_type
+        event_stream = content_type.startswith(_EVENT_STREAM)
         if reply.error_after is not None:
             body = b"".join(_sse_events(body)[: reply.error_after]) + dialect.stream_error
         chunk_size = reply.chunk_size or self.chunk_size
@@ -622,95 +494,43 @@ class Simulator:
         else:
             chunks = _sse_events(body) if event_stream else [body]
         headers = [
-            ("content-type", reply.content_type),
+            ("content-type", content_type),
             ("cache-control", "no-cache"),
             (dialect.request_id_header, f"req_sim_{len(self.requests)}"),
             *reply.headers,
         ]
         return _Response(200, headers, chunks, event_stream)
 
-    async def _send(
-        self,
-        stream: anyio.abc.ByteStream,
-        conn: h11.Connection,
-        request: RecordedRequest,
-        response: _Response,
-        reply: Reply,
-    ) -> bool:
-        """Send ``response`` shaped by ``reply``; ``False`` when the connection is finished.
+    async def _deliver(self, out: httpserver.Response, response: _Response, reply: Reply) -> None:
+        """Write ``response`` shaped by ``reply``'s delivery options (module docstring).
 
-        A watcher reads the socket meanwhile: the client closing it before the response is
-        complete (an abort, a timeout, an early ``aclose()``) cancels the sending and records
-        the request in ``disconnects``.
-        """
-        complete = whole = left = False
-
-        def client_left() -> None:
-            nonlocal left
-            if not complete and not left:
-                left = True
-                self.disconnects.append(request)
-                tasks.cancel_scope.cancel()
-
-        async def watch_client() -> None:
-            try:
-                while True:  # a pipelined next request is kept for the next cycle
-                    conn.receive_data(await stream.receive(_RECEIVE_SIZE))
-            except anyio.EndOfStream:
-                conn.receive_data(b"")
-                client_left()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                client_left()
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch_client)
-            try:
-                whole = await self._deliver(stream, conn, response, reply)
-                # Complete before the last write: the client may close as soon as it has it.
-                complete = True
-                if whole:
-                    await stream.send(conn.send(h11.EndOfMessage()))
-                else:
-                    await stream.aclose()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                client_left()
-            tasks.cancel_scope.cancel()
-        return complete and whole
-
-    async def _deliver(
-        self,
-        stream: anyio.abc.ByteStream,
-        conn: h11.Connection,
-        response: _Response,
-        reply: Reply,
-    ) -> bool:
-        """Write the head and body; ``False`` when ``cut_after`` cut the body short.
-
-        Stalls (``stall_before_headers``, ``stall_at``) never return: the client ends them.
+        ``cut_after`` closes the connection; stalls (``stall_before_headers``, ``stall_at``)
+        never return: the client ends them by leaving, which the server core sees.
         """
         if reply.stall_before_headers:
             await anyio.sleep_forever()
         headers = list(response.headers)
         if not response.event_stream:
             headers.append(("content-length", str(sum(map(len, response.chunks)))))
-        await stream.send(conn.send(h11.Response(status_code=response.status, headers=headers)))
+        await out.start(response.status, headers)
         delay = reply.delay if reply.delay is not None else self.delay
         sent = 0
         for chunk in self._budget(response.chunks, reply):
             if delay:
                 await anyio.sleep(delay)
-            await stream.send(conn.send(h11.Data(data=chunk)))
+            await out.send(chunk)
             sent += len(chunk)
         if reply.cut_after is not None and sent >= reply.cut_after:
-            return False
+            await out.cut()
+            return
         if reply.stall_at is not None and sent >= reply.stall_at:
             while True:
                 if reply.keepalive is None:
                     await anyio.sleep_forever()
                 else:
                     await anyio.sleep(reply.keepalive)
-                    await stream.send(conn.send(h11.Data(data=b": keep-alive\n\n")))
-        return True
+                    await out.send(b": keep-alive\n\n")
+        await out.end()
 
     @staticmethod
     def _budget(chunks: list[bytes], reply: Reply) -> Iterator[bytes]:

@@ -37,12 +37,13 @@ def _check_config(client: str, profile: Any, model: str, config: UniConfig) -> N
     check_config(client, model, config)
 
 
+from . import simulate  # noqa: E402, I001
 PROTOCOL: Final = WireProtocol(
     name="openai-chat",
     new_machine=_new_machine,
     build_request=_build_request,
     check_config=_check_config,
     render=render,
-    traits=Traits(display_name="OpenAI Chat Completions"),
+    traits=Traits(display_name="OpenAI Chat Completions", dialect=simulate.DIALECT),
     normalize=normalize,
 )

@@ -37,7 +37,7 @@ def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     sections = result.stdout.split("\n== ")[1:]
-    protocols = [p for p in simulator.PROTOCOLS if p in adapters.PROTOCOLS]
+    protocols = simulator.simulated_protocols()
     assert len(sections) == len(protocols) >= 3
     for protocol, section in zip(protocols, sections, strict=True):
         assert f"client {protocol}," in section.splitlines()[0]

@@ -46,12 +46,11 @@ from mmsp_io import (
     StreamTimeoutError,
     Timeouts,
 )
-from mmsp_io.simulator import PROTOCOLS as SIMULATED
-from mmsp_io.simulator import Reply, Simulator
+from mmsp_io.simulator import Reply, Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
 
-PROTOCOLS = [p for p in SIMULATED if p in adapters.PROTOCOLS]
+PROTOCOLS = list(simulated_protocols())
 THOUGHT = "Let me think about Paris and the weather there."
 SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
     "ant-messages": (

@@ -23,18 +23,16 @@ import anyio
 import httpx
 import pytest
 
-import adapters
 from mmsp_core.model import FinishReason, TextDone, UniEvent, UniMessage
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import AutoLLMClient, Timeouts
-from mmsp_io.simulator import PROTOCOLS as SIMULATED
-from mmsp_io.simulator import Simulator
+from mmsp_io.simulator import Simulator, simulated_protocols
 
 STREAMS = 1000
 POOLS = 20
 #: Seconds the simulator waits before each event: a stream lasts ~20 of them.
 EVENT_DELAY = 0.01
-PROTOCOLS = [p for p in SIMULATED if p in adapters.PROTOCOLS]
+PROTOCOLS = list(simulated_protocols())
 #: Two sockets per stream (both ends live in this process) plus headroom.
 FILES_NEEDED = 2 * STREAMS + 512
 

@@ -1,0 +1,69 @@
+"""How an Anthropic Messages provider speaks, for the provider simulator (08 D63).
+
+``POST /v1/messages`` at the origin (spec 04 §4), the key in ``x-api-key`` or as a Bearer token
+(ant-messages sends both, 04 §3), ``{"type": "error", "error": {"type", "message"}}`` error
+bodies with a ``request-id`` header, and ``event: error`` for an in-stream overload (08 D4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._simulate import text_parts
+from .._spec import SimulatorDialect, Turn
+
+__all__ = ["DIALECT", "error_body", "read_turn"]
+
+_ERROR_TYPES: Final = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The JSON body Anthropic sends with a non-2xx ``status``."""
+    error_type = _ERROR_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def read_turn(body: Mapping[str, Any]) -> Turn:
+    """The last user text, the tools offered and the tool results of a Messages request."""
+    question, results = "", []
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        if message.get("role") != "user":
+            continue
+        if texts := text_parts(content, ("text",)):
+            question = "".join(texts)
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_result":
+                results.append("".join(text_parts(block.get("content"), ("text",))))
+    tools = tuple(
+        (tool["name"], tool.get("input_schema") or {})
+        for tool in body.get("tools") or ()
+        if "name" in tool
+    )
+    return Turn(question, tools, tuple(results))
+
+
+DIALECT: Final = SimulatorDialect(
+    route=("POST", r"/v1/messages"),
+    base_path="",
+    key_headers=("x-api-key", "authorization"),
+    request_id_header="request-id",
+    error_body=error_body,
+    bad_key_message="invalid x-api-key",
+    stream_error=b'event: error\ndata: {"type":"error","error":'
+    b'{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    read_turn=read_turn,
+    tool_call_id_prefix="toolu_sim_",
+    content_type="text/event-stream; charset=utf-8",
+)

@@ -1,0 +1,51 @@
+"""How an OpenAI Responses provider speaks, for the provider simulator (08 D63).
+
+``POST /v1/responses`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer token
+only, OpenAI's error bodies (those of ``openai_chat.simulate``) and an ``event: error`` for an
+in-stream failure (08 D4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._simulate import text_parts
+from .._spec import SimulatorDialect, Turn
+from ..openai_chat.simulate import error_body
+
+__all__ = ["DIALECT", "read_turn"]
+
+
+def read_turn(body: Mapping[str, Any]) -> Turn:
+    """The last user text, the tools offered and the tool results of a Responses request."""
+    question, results = "", []
+    entries = body.get("input") or ()
+    for entry in [{"role": "user", "content": entries}] if isinstance(entries, str) else entries:
+        if entry.get("role") == "user" and (
+            texts := text_parts(entry.get("content"), ("input_text",))
+        ):
+            question = "".join(texts)
+        elif entry.get("type") == "function_call_output":
+            results.append("".join(text_parts(entry.get("output"), ("input_text",))))
+    tools = tuple(
+        (tool["name"], tool.get("parameters") or {})
+        for tool in body.get("tools") or ()
+        if tool.get("type") == "function" and "name" in tool
+    )
+    return Turn(question, tools, tuple(results))
+
+
+DIALECT: Final = SimulatorDialect(
+    route=("POST", r"/v1/responses"),
+    base_path="/v1",
+    key_headers=("authorization",),
+    request_id_header="x-request-id",
+    error_body=error_body,
+    bad_key_message="Invalid API key.",
+    stream_error=b'event: error\ndata: {"type":"error","code":"server_error",'
+    b'"message":"The server had an error while processing your request.","param":null}\n\n',
+    read_turn=read_turn,
+    tool_call_id_prefix="call_sim_",
+    content_type="text/event-stream; charset=utf-8",
+)
