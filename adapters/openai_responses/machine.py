@@ -3,13 +3,17 @@
 Theory of operation
 -------------------
 Every SSE event's data is one JSON object whose ``type`` names the event (the SSE ``event:``
-line repeats it and is not read: Bedrock Mantle even sends it after ``data:``). ``_TABLE`` maps
-``(state, type)`` to a handler and the next state. There are two states: ``STREAMING`` until
-``response.completed`` / ``response.incomplete``, and ``DONE`` after it. A pair missing from the
-table is an unknown event: skipped, or ``UnknownEventError`` in strict mode (08 D8). A handler
-that finds its event in a situation where it makes no sense (a text delta for a function-call
-item, a second ``response.completed``) returns ``None`` and the event is treated exactly like an
-unknown one (08 D45).
+line repeats it and is not read: Bedrock Mantle even sends it after ``data:``); ``classify``
+reads it, and the kernel (``adapters._table``) looks ``(state, type)`` up in ``TRANSITIONS``.
+There are two states: ``STREAMING`` until ``response.completed`` / ``response.incomplete``
+(or ``response.failed``, which raises), and ``DONE``, the terminal state, after it. A pair
+missing from the table is an unknown event: skipped, or ``UnknownEventError`` in strict mode
+(08 D8). A handler that finds its event in a situation where it makes no sense (a text delta
+for a function-call item, a second ``response.completed``) returns ``None`` and the event is
+treated exactly like an unknown one (08 D45). Handlers read the wire only through the typed
+accessors of ``adapters._json``, so a field of the wrong JSON type is a
+``MalformedEventError`` at that event (08 D59). A ``data: [DONE]`` sentinel some proxies
+append is skipped in both modes.
 
 Output items are identified by their ``output_index`` (08 D35), never by the provider's item
 ids, which a proxy may rotate on every event. Items arrive one after another, so the machine
@@ -23,15 +27,15 @@ empty thinking fragment at ``response.output_item.done``.
 Function calls start at ``response.output_item.added`` with their name and ``call_id`` (or
 ``call_<n>``, 08 D43) and grow from ``response.function_call_arguments.delta``. A call whose
 arguments never streamed (LM Studio sends only ``response.function_call_arguments.done``) takes
-them whole from that event or from the done item. With ``whole_calls`` (chosen for
-``minimax-official``, 02 §11, 08 D32) calls are read only from the done item: one fragment with
-name, id and the whole arguments; their argument deltas are ignored.
+them whole from that event or from the done item. With the profile's ``whole_calls`` (MiniMax,
+02 §11, 08 D32) calls are read only from the done item: one fragment with name, id and the
+whole arguments; their argument deltas are ignored.
 
 ``response.completed`` / ``response.incomplete`` become a client ``stop`` event with usage
-(06 §2 arithmetic; missing detail blocks give ``None``) and the finish reason: ``tool_call``
-when a completed response streamed a function call (08 D5), ``length`` for an incomplete
-response cut by ``max_output_tokens``, ``unknown`` otherwise (08 D35). ``error`` and
-``response.failed`` raise ``ProviderStreamError`` at their position (08 D4).
+(``usage.usage_from_wire``) and the finish reason: ``tool_call`` when a completed response
+streamed a function call (08 D5), ``length`` for an incomplete response cut by
+``max_output_tokens``, ``unknown`` otherwise (08 D35). ``error`` and ``response.failed`` raise
+``ProviderStreamError`` at their position (08 D4).
 
 Deliberately skipped in both modes (08 D51): the lifecycle and repeat events in
 ``_SKIPPED_EVENTS``, the built-in tool events in ``_BUILT_IN_TOOL_EVENTS``, and output items
@@ -41,17 +45,12 @@ whose type is not ``message``, ``reasoning`` or ``function_call``, with all thei
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Callable, Mapping
-from typing import Any, Final, final
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn, final
 
 import attrs
 
-from mmsp_core.errors import (
-    MalformedEventError,
-    ProviderStreamError,
-    UnknownEventError,
-)
+from mmsp_core.errors import ProviderStreamError
 from mmsp_core.model import (
     FinishReason,
     TextDelta,
@@ -62,18 +61,32 @@ from mmsp_core.model import (
 )
 from mmsp_core.sse import SSEEvent
 
-__all__ = ["ResponsesMachine", "new_machine"]
+from .._json import (
+    BadField,
+    loads_object,
+    obj,
+    opt_array,
+    opt_integer,
+    opt_obj,
+    opt_string,
+    string,
+)
+from .._table import EMPTY, TableMachine, Transitions, skip_rows
+from .profiles import ResponsesProfile
+from .usage import usage_from_wire
 
-#: The client whose calls are read whole from the done item (02 §11, 08 D32).
-WHOLE_CALLS_CLIENT: Final = "minimax-official"
+__all__ = ["REASONING_FIDELITY_KEYS", "ResponsesMachine"]
 
 #: Reasoning item fields kept as fidelity when not null (spec 01 §5).
 REASONING_FIDELITY_KEYS: Final = ("encrypted_content", "signature", "format")
 
+#: The name ``classify`` gives the ``data: [DONE]`` sentinel.
+_DONE_SENTINEL: Final = "[DONE]"
+
 _Json = Mapping[str, Any]
 
 
-class _State(enum.Enum):
+class _State(enum.StrEnum):
     STREAMING = "STREAMING"
     DONE = "DONE"
 
@@ -108,269 +121,213 @@ class _Item:
     streamed: bool = False
 
 
-def _delta(item: TextDelta | ThinkingDelta | ToolCallDelta) -> list[UniEvent]:
-    return [UniEvent(event_type="delta", content_items=(item,))]
+def _delta(item: TextDelta | ThinkingDelta | ToolCallDelta) -> UniEvent:
+    return UniEvent("delta", (item,))
 
 
-@final
-class ResponsesMachine:
-    """Turn one Responses SSE stream into client-stream events (spec 06 §2).
+# -- helpers of the handlers ---------------------------------------------------------------
 
-    Args:
-        client: the client type (or ``"openai-responses"``), named in errors.
-        strict: raise ``UnknownEventError`` for unknown or out-of-place events (08 D8, D45).
-        whole_calls: read function calls only from their done items (MiniMax, 08 D32).
+
+def _target(m: ResponsesMachine, data: _Json, *kinds: _Kind) -> _Item | None:
+    """Return the open item a delta belongs to, or ``None`` when the delta makes no sense.
+
+    The item must be of one of ``kinds``, or a skipped item (whose deltas are skipped too).
+    A delta without ``output_index`` belongs to the open item.
+
+    Raises:
+        BadField: ``output_index`` is not an integer.
     """
-
-    def __init__(self, client: str, *, strict: bool = False, whole_calls: bool = False) -> None:
-        self._client = client
-        self._strict = strict
-        self._whole_calls = whole_calls
-        self._state = _State.STREAMING
-        self._item: _Item | None = None
-        self._last_index = -1
-        self._calls = 0
-
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
-        """Return the client events of one SSE event.
-
-        Raises:
-            MalformedEventError: the data is not a JSON object, or a known event lacks a field
-                it must have.
-            UnknownEventError: strict mode only, for an unknown or out-of-place event.
-            ProviderStreamError: the provider reported an error (08 D4).
-        """
-        if sse.data == "[DONE]":  # a sentinel some proxies append; the stream ends anyway
-            return []
-        try:
-            data = json.loads(sse.data)
-        except ValueError as exc:
-            raise MalformedEventError(self._client, sse.data, detail=str(exc)) from exc
-        if not isinstance(data, dict):
-            raise MalformedEventError(self._client, sse.data, detail="not a JSON object")
-        entry = _TABLE.get((self._state, data.get("type")))
-        if entry is None:
-            return self._unknown(sse.data, None)
-        handler, next_state = entry
-        events = handler(self, data)
-        if events is None:
-            return self._unknown(sse.data, f"out of place in state {self._state.value}")
-        self._state = next_state
-        return events
-
-    def finish(self) -> list[UniEvent]:
-        """Nothing is held back: completeness is the finalizer's to judge."""
-        return []
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def _unknown(self, event: str, detail: str | None) -> list[UniEvent]:
-        if self._strict:
-            raise UnknownEventError(self._client, event, detail=detail)
-        return []
-
-    def _malformed(self, data: _Json, reason: str) -> MalformedEventError:
-        event = json.dumps(data, ensure_ascii=False)
-        return MalformedEventError(self._client, event, detail=reason)
-
-    def _field(self, data: _Json, key: str, kind: type[Any]) -> Any:
-        value = data.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise self._malformed(data, f"{key!r} must be a {kind.__name__}")
-        return value
-
-    def _target(self, data: _Json, *kinds: _Kind) -> _Item | None:
-        """Return the open item a delta belongs to, or ``None`` when the delta makes no sense.
-
-        The item must be of one of ``kinds``, or a skipped item (whose deltas are skipped too).
-        A delta without ``output_index`` belongs to the open item.
-        """
-        item = self._item
-        index = data.get("output_index")
-        if item is None or (index is not None and index != item.index):
-            return None
-        return item if item.kind is _Kind.SKIPPED or item.kind in kinds else None
-
-    def _counts(self, data: _Json, usage: _Json, key: str, part: str) -> tuple[int | None, ...]:
-        """Return the count ``usage[key]`` and the count ``usage[key + "_details"][part]``."""
-        details = usage.get(key + "_details")
-        counts = (usage.get(key), details.get(part) if isinstance(details, Mapping) else None)
-        for value in counts:
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise self._malformed(data, f"usage counts must be integers, not {value!r}")
-        return counts
-
-    def _usage(self, data: _Json, response: _Json) -> UsageMetadata | None:
-        """Read a response's usage (spec 06 §2); ``None`` when it has none."""
-        usage = response.get("usage")
-        if usage is None:
-            return None
-        if not isinstance(usage, Mapping):
-            raise self._malformed(data, "'usage' must be an object")
-        inputs, cached = self._counts(data, usage, "input_tokens", "cached_tokens")
-        outputs, thoughts = self._counts(data, usage, "output_tokens", "reasoning_tokens")
-        return UsageMetadata(
-            cached_tokens=cached,
-            prompt_tokens=None if inputs is None else inputs - (cached or 0),
-            thoughts_tokens=thoughts,
-            response_tokens=None if outputs is None else outputs - (thoughts or 0),
-        )
-
-    def _new_call_id(self, item: _Json) -> str:
-        """Return the call's id, or ``call_<n>`` when the wire gives none (08 D43)."""
-        call_id = item.get("call_id")
-        number = self._calls
-        self._calls += 1
-        return call_id if isinstance(call_id, str) and call_id else f"call_{number}"
-
-    def _call_name(self, data: _Json, item: _Json) -> str:
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise self._malformed(data, "a function_call item must have a name")
-        return name
-
-    # -- handlers: each returns client events, or None when the event is out of place ------
-
-    def _skip(self, data: _Json) -> list[UniEvent] | None:
-        return []
-
-    def _item_added(self, data: _Json) -> list[UniEvent] | None:
-        item = self._field(data, "item", Mapping)
-        item_type = self._field(item, "type", str)
-        index = data.get("output_index", self._last_index + 1)
-        if not isinstance(index, int) or index <= self._last_index:
-            return None
-        kind = _ITEM_KINDS.get(item_type, _Kind.SKIPPED)
-        if kind is _Kind.CALL and self._whole_calls:
-            kind = _Kind.WHOLE_CALL
-        opened = _Item(index, kind, {"item_id": str(index)})
-        self._item, self._last_index = opened, index
-        if kind is _Kind.MESSAGE:
-            phase = item.get("phase")
-            if isinstance(phase, str) and phase:
-                return _delta(TextDelta("", {**opened.ident, "phase": phase}))
-            return _delta(TextDelta("", opened.ident))
-        if kind is _Kind.REASONING:
-            return _delta(ThinkingDelta("", opened.ident))
-        if kind is _Kind.CALL:
-            name = self._call_name(data, item)
-            return _delta(ToolCallDelta(name, self._new_call_id(item), "", opened.ident))
-        return []
-
-    def _text_delta(self, data: _Json) -> list[UniEvent] | None:
-        item = self._target(data, _Kind.MESSAGE)
-        if item is None or item.kind is _Kind.SKIPPED:
-            return None if item is None else []
-        return _delta(TextDelta(self._field(data, "delta", str), item.ident))
-
-    def _reasoning_delta(self, data: _Json) -> list[UniEvent] | None:
-        item = self._target(data, _Kind.REASONING)
-        if item is None or item.kind is _Kind.SKIPPED:
-            return None if item is None else []
-        return _delta(ThinkingDelta(self._field(data, "delta", str), item.ident))
-
-    def _arguments_delta(self, data: _Json) -> list[UniEvent] | None:
-        item = self._target(data, _Kind.CALL, _Kind.WHOLE_CALL)
-        if item is None or item.kind is not _Kind.CALL:
-            return None if item is None else []
-        delta = self._field(data, "delta", str)
-        item.streamed = item.streamed or bool(delta)
-        return _delta(ToolCallDelta("", "", delta, item.ident))
-
-    def _unstreamed_arguments(self, item: _Item, arguments: object) -> list[UniEvent]:
-        """Emit a call's whole arguments when none streamed (LM Studio); else nothing."""
-        if item.streamed or not isinstance(arguments, str) or not arguments:
-            return []
-        item.streamed = True
-        return _delta(ToolCallDelta("", "", arguments, item.ident))
-
-    def _arguments_done(self, data: _Json) -> list[UniEvent] | None:
-        item = self._target(data, _Kind.CALL, _Kind.WHOLE_CALL)
-        if item is None or item.kind is not _Kind.CALL:
-            return None if item is None else []
-        return self._unstreamed_arguments(item, data.get("arguments"))
-
-    def _item_done(self, data: _Json) -> list[UniEvent] | None:
-        wire_item = self._field(data, "item", Mapping)
-        item_type = self._field(wire_item, "type", str)
-        item = self._item
-        index = data.get("output_index")
-        if item is None or (index is not None and index != item.index):
-            return None
-        kind = _ITEM_KINDS.get(item_type, _Kind.SKIPPED)
-        if kind is not item.kind and not (kind is _Kind.CALL and item.kind is _Kind.WHOLE_CALL):
-            return None
-        self._item = None
-        if item.kind is _Kind.REASONING:
-            return self._reasoning_fidelity(item, wire_item)
-        if item.kind is _Kind.CALL:
-            return self._unstreamed_arguments(item, wire_item.get("arguments"))
-        if item.kind is _Kind.WHOLE_CALL:
-            arguments = wire_item.get("arguments") or ""
-            if not isinstance(arguments, str):
-                raise self._malformed(data, "a function_call's arguments must be a string")
-            name = self._call_name(data, wire_item)
-            return _delta(ToolCallDelta(name, self._new_call_id(wire_item), arguments, item.ident))
-        return []
-
-    def _reasoning_fidelity(self, item: _Item, wire_item: _Json) -> list[UniEvent]:
-        """The fidelity of a finished reasoning item (spec 06 §2, 01 §5)."""
-        fidelity: dict[str, Any] = dict(item.ident)
-        if wire_item.get("summary"):
-            fidelity["channel"] = "summary"
-        elif wire_item.get("content"):
-            fidelity["channel"] = "content"
-        for key in REASONING_FIDELITY_KEYS:
-            if wire_item.get(key) is not None:
-                fidelity[key] = wire_item[key]
-        if len(fidelity) == 1:
-            return []
-        return _delta(ThinkingDelta("", fidelity))
-
-    def _terminal(self, data: _Json) -> list[UniEvent] | None:
-        response = self._field(data, "response", Mapping)
-        status = response.get("status") or data["type"].removeprefix("response.")
-        if status == "completed":
-            finish = FinishReason.TOOL_CALL if self._calls else FinishReason.STOP
-        elif status == "incomplete":
-            details = response.get("incomplete_details")
-            reason = details.get("reason") if isinstance(details, Mapping) else None
-            finish = FinishReason.LENGTH if reason == "max_output_tokens" else FinishReason.UNKNOWN
-        else:
-            finish = FinishReason.UNKNOWN
-        self._item = None
-        usage = self._usage(data, response)
-        return [UniEvent(event_type="stop", usage_metadata=usage, finish_reason=finish)]
-
-    def _error(self, data: _Json) -> list[UniEvent] | None:
-        # The API puts code and message at the top level; some servers nest an error object.
-        nested = data.get("error")
-        if isinstance(nested, Mapping):
-            raise self._provider_error(data, nested, None)
-        raise self._provider_error(data, {**data, "type": None}, None)
-
-    def _failed(self, data: _Json) -> list[UniEvent] | None:
-        response = self._field(data, "response", Mapping)
-        error = response.get("error")
-        usage = self._usage(data, response)
-        raise self._provider_error(data, error if isinstance(error, Mapping) else {}, usage)
-
-    def _provider_error(
-        self, data: _Json, error: _Json, usage: UsageMetadata | None
-    ) -> ProviderStreamError:
-        """The error of an ``error`` or ``response.failed`` event (08 D4)."""
-        code, error_type, message = error.get("code"), error.get("type"), error.get("message")
-        return ProviderStreamError(
-            self._client,
-            code if isinstance(code, int | str) and not isinstance(code, bool) else None,
-            error_type if isinstance(error_type, str) else None,
-            message if isinstance(message, str) else None,
-            usage,
-            detail=f"the provider sent {data['type']}",
-        )
+    item = m.item
+    index = opt_integer(data, "output_index")
+    if item is None or (index is not None and index != item.index):
+        return None
+    return item if item.kind is _Kind.SKIPPED or item.kind in kinds else None
 
 
-_Handler = Callable[[ResponsesMachine, _Json], "list[UniEvent] | None"]
+def _new_call_id(m: ResponsesMachine, wire_item: _Json) -> str:
+    """Return the call's id, or ``call_<n>`` when the wire gives none (08 D43).
+
+    Raises:
+        BadField: ``call_id`` is not a string.
+    """
+    call_id = opt_string(wire_item, "call_id")
+    number = m.calls
+    m.calls += 1
+    return call_id or f"call_{number}"
+
+
+def _call_name(wire_item: _Json) -> str:
+    """Raises ``BadField``: a function_call item without a name."""
+    name = string(wire_item, "name")
+    if not name:
+        raise BadField("a function_call item must have a name")
+    return name
+
+
+def _unstreamed_arguments(item: _Item, arguments: str | None) -> UniEvent:
+    """Emit a call's whole arguments when none streamed (LM Studio); else nothing."""
+    if item.streamed or not arguments:
+        return EMPTY
+    item.streamed = True
+    return _delta(ToolCallDelta("", "", arguments, item.ident))
+
+
+def _reasoning_fidelity(item: _Item, wire_item: _Json) -> UniEvent:
+    """The fidelity of a finished reasoning item (spec 06 §2, 01 §5).
+
+    The fidelity values are kept whatever JSON they hold.
+
+    Raises:
+        BadField: ``summary`` or ``content`` is not an array.
+    """
+    fidelity: dict[str, Any] = dict(item.ident)
+    if opt_array(wire_item, "summary"):
+        fidelity["channel"] = "summary"
+    elif opt_array(wire_item, "content"):
+        fidelity["channel"] = "content"
+    for key in REASONING_FIDELITY_KEYS:
+        value = wire_item.get(key)
+        if value is not None:
+            fidelity[key] = value
+    if len(fidelity) == 1:
+        return EMPTY
+    return _delta(ThinkingDelta("", fidelity))
+
+
+def _response_usage(response: _Json) -> UsageMetadata | None:
+    """A response's usage (06 §2); ``None`` when it has none. Raises ``BadField``."""
+    usage = opt_obj(response, "usage")
+    return None if usage is None else usage_from_wire(usage)
+
+
+def _provider_error(
+    m: ResponsesMachine, name: str, error: _Json, usage: UsageMetadata | None
+) -> ProviderStreamError:
+    """The error of an ``error`` or ``response.failed`` event (08 D4).
+
+    The provider said the stream failed, so odd field types never turn this into a
+    ``MalformedEventError``: a field that is not what it should be is left out.
+    """
+    code, error_type, message = error.get("code"), error.get("type"), error.get("message")
+    return ProviderStreamError(
+        m.client,
+        code if type(code) in (int, str) else None,
+        error_type if type(error_type) is str else None,
+        message if type(message) is str else None,
+        usage,
+        detail=f"the provider sent {name}",
+    )
+
+
+# -- handlers: each returns the client event, or None when the event is out of place -------
+
+
+def _item_added(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    wire_item = obj(data, "item")
+    item_type = string(wire_item, "type")
+    index = opt_integer(data, "output_index")
+    if index is None:
+        index = m.last_index + 1
+    elif index <= m.last_index:
+        return None
+    kind = _ITEM_KINDS.get(item_type, _Kind.SKIPPED)
+    if kind is _Kind.CALL and m.whole_calls:
+        kind = _Kind.WHOLE_CALL
+    opened = _Item(index, kind, {"item_id": str(index)})
+    m.item, m.last_index = opened, index
+    if kind is _Kind.MESSAGE:
+        phase = opt_string(wire_item, "phase")
+        if phase:
+            return _delta(TextDelta("", {**opened.ident, "phase": phase}))
+        return _delta(TextDelta("", opened.ident))
+    if kind is _Kind.REASONING:
+        return _delta(ThinkingDelta("", opened.ident))
+    if kind is _Kind.CALL:
+        name = _call_name(wire_item)
+        return _delta(ToolCallDelta(name, _new_call_id(m, wire_item), "", opened.ident))
+    return EMPTY
+
+
+def _text_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    item = _target(m, data, _Kind.MESSAGE)
+    if item is None or item.kind is _Kind.SKIPPED:
+        return None if item is None else EMPTY
+    return _delta(TextDelta(string(data, "delta"), item.ident))
+
+
+def _reasoning_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    item = _target(m, data, _Kind.REASONING)
+    if item is None or item.kind is _Kind.SKIPPED:
+        return None if item is None else EMPTY
+    return _delta(ThinkingDelta(string(data, "delta"), item.ident))
+
+
+def _arguments_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    item = _target(m, data, _Kind.CALL, _Kind.WHOLE_CALL)
+    if item is None or item.kind is not _Kind.CALL:
+        return None if item is None else EMPTY
+    delta = string(data, "delta")
+    item.streamed = item.streamed or bool(delta)
+    return _delta(ToolCallDelta("", "", delta, item.ident))
+
+
+def _arguments_done(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    item = _target(m, data, _Kind.CALL, _Kind.WHOLE_CALL)
+    if item is None or item.kind is not _Kind.CALL:
+        return None if item is None else EMPTY
+    return _unstreamed_arguments(item, opt_string(data, "arguments"))
+
+
+def _item_done(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+    wire_item = obj(data, "item")
+    item_type = string(wire_item, "type")
+    item = m.item
+    index = opt_integer(data, "output_index")
+    if item is None or (index is not None and index != item.index):
+        return None
+    kind = _ITEM_KINDS.get(item_type, _Kind.SKIPPED)
+    if kind is not item.kind and not (kind is _Kind.CALL and item.kind is _Kind.WHOLE_CALL):
+        return None
+    m.item = None
+    if item.kind is _Kind.REASONING:
+        return _reasoning_fidelity(item, wire_item)
+    if item.kind is _Kind.CALL:
+        return _unstreamed_arguments(item, opt_string(wire_item, "arguments"))
+    if item.kind is _Kind.WHOLE_CALL:
+        arguments = opt_string(wire_item, "arguments") or ""
+        name = _call_name(wire_item)
+        return _delta(ToolCallDelta(name, _new_call_id(m, wire_item), arguments, item.ident))
+    return EMPTY
+
+
+def _terminal(m: ResponsesMachine, data: _Json) -> UniEvent:
+    response = obj(data, "response")
+    status = opt_string(response, "status") or string(data, "type").removeprefix("response.")
+    if status == "completed":
+        finish = FinishReason.TOOL_CALL if m.calls else FinishReason.STOP
+    elif status == "incomplete":
+        details = opt_obj(response, "incomplete_details")
+        reason = None if details is None else opt_string(details, "reason")
+        finish = FinishReason.LENGTH if reason == "max_output_tokens" else FinishReason.UNKNOWN
+    else:
+        finish = FinishReason.UNKNOWN
+    m.item = None
+    return UniEvent("stop", usage_metadata=_response_usage(response), finish_reason=finish)
+
+
+def _error(m: ResponsesMachine, data: _Json) -> NoReturn:
+    # The API puts code and message at the top level; some servers nest an error object.
+    nested = data.get("error")
+    error = nested if type(nested) is dict else {**data, "type": None}
+    raise _provider_error(m, "error", error, None)
+
+
+def _failed(m: ResponsesMachine, data: _Json) -> NoReturn:
+    response = obj(data, "response")
+    error = response.get("error")
+    usage = _response_usage(response)
+    raise _provider_error(m, "response.failed", error if type(error) is dict else {}, usage)
+
 
 #: Lifecycle events and repeats of what the deltas already carried (spec 06 §2, 08 D51).
 _SKIPPED_EVENTS: Final = (
@@ -420,31 +377,60 @@ _BUILT_IN_TOOL_EVENTS: Final = (
 
 _STREAMING, _DONE = _State.STREAMING, _State.DONE
 
-_TABLE: Final[Mapping[tuple[_State, object], tuple[_Handler, _State]]] = {
-    (_STREAMING, "response.output_item.added"): (ResponsesMachine._item_added, _STREAMING),
-    (_STREAMING, "response.output_text.delta"): (ResponsesMachine._text_delta, _STREAMING),
+_TRANSITIONS: Final[Transitions] = {
+    (_STREAMING, "response.output_item.added"): (_item_added, _STREAMING),
+    (_STREAMING, "response.output_text.delta"): (_text_delta, _STREAMING),
     # A refusal is answer text, as on Chat Completions (08 D36).
-    (_STREAMING, "response.refusal.delta"): (ResponsesMachine._text_delta, _STREAMING),
-    (_STREAMING, "response.reasoning_summary_text.delta"): (
-        ResponsesMachine._reasoning_delta, _STREAMING),
-    (_STREAMING, "response.reasoning_text.delta"): (ResponsesMachine._reasoning_delta, _STREAMING),
-    (_STREAMING, "response.function_call_arguments.delta"): (
-        ResponsesMachine._arguments_delta, _STREAMING),
-    (_STREAMING, "response.function_call_arguments.done"): (
-        ResponsesMachine._arguments_done, _STREAMING),
-    (_STREAMING, "response.output_item.done"): (ResponsesMachine._item_done, _STREAMING),
-    (_STREAMING, "response.completed"): (ResponsesMachine._terminal, _DONE),
-    (_STREAMING, "response.incomplete"): (ResponsesMachine._terminal, _DONE),
-    **{(state, "error"): (ResponsesMachine._error, state) for state in _State},
-    **{(state, "response.failed"): (ResponsesMachine._failed, state) for state in _State},
-    **{
-        (state, name): (ResponsesMachine._skip, state)
-        for state in _State
-        for name in _SKIPPED_EVENTS + _BUILT_IN_TOOL_EVENTS
-    },
+    (_STREAMING, "response.refusal.delta"): (_text_delta, _STREAMING),
+    (_STREAMING, "response.reasoning_summary_text.delta"): (_reasoning_delta, _STREAMING),
+    (_STREAMING, "response.reasoning_text.delta"): (_reasoning_delta, _STREAMING),
+    (_STREAMING, "response.function_call_arguments.delta"): (_arguments_delta, _STREAMING),
+    (_STREAMING, "response.function_call_arguments.done"): (_arguments_done, _STREAMING),
+    (_STREAMING, "response.output_item.done"): (_item_done, _STREAMING),
+    (_STREAMING, "response.completed"): (_terminal, _DONE),
+    (_STREAMING, "response.incomplete"): (_terminal, _DONE),
+    **{(state, "response.failed"): (_failed, _DONE) for state in _State},
+    **{(state, "error"): (_error, state) for state in _State},
+    **skip_rows(_State, (*_SKIPPED_EVENTS, *_BUILT_IN_TOOL_EVENTS, _DONE_SENTINEL)),
 }
 
 
-def new_machine(client: str, *, strict: bool, base_url: str | None) -> ResponsesMachine:
-    """Build the machine for one response of ``client`` (``base_url`` is not used here)."""
-    return ResponsesMachine(client, strict=strict, whole_calls=client == WHOLE_CALLS_CLIENT)
+@final
+class ResponsesMachine(TableMachine):
+    """Turn one Responses SSE stream into client-stream events (spec 06 §2).
+
+    Args:
+        client: the client type (or ``"openai-responses"``), named in errors.
+        profile: the client's profile; its ``whole_calls`` reads function calls only from
+            their done items (MiniMax, 08 D32).
+        strict: raise ``UnknownEventError`` for unknown or out-of-place events (08 D8, D45).
+        base_url: not used by this protocol.
+    """
+
+    __slots__ = ("calls", "item", "last_index", "whole_calls")
+
+    TRANSITIONS = _TRANSITIONS
+    TERMINAL = frozenset({_DONE})
+    INITIAL = _STREAMING
+
+    def __init__(
+        self, client: str, profile: ResponsesProfile, *, strict: bool, base_url: str | None
+    ) -> None:
+        super().__init__(client, profile, strict=strict)
+        self.whole_calls = profile.whole_calls
+        #: The output item currently open, and the highest ``output_index`` seen.
+        self.item: _Item | None = None
+        self.last_index = -1
+        #: Function calls seen, which numbers the calls without an id (08 D43).
+        self.calls = 0
+
+    def classify(self, sse: SSEEvent) -> tuple[str, Any]:
+        """Name the event by its JSON ``type`` (``""`` when it has none).
+
+        Raises:
+            BadField: the data is not a JSON object, or its ``type`` is not a string.
+        """
+        if sse.data == _DONE_SENTINEL:
+            return _DONE_SENTINEL, None
+        data = loads_object(sse.data)
+        return opt_string(data, "type") or "", data

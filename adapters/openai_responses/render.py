@@ -24,7 +24,8 @@ normalisation (``normalize`` below):
   completed (08 D5): ``stop`` and ``tool_call`` are both rendered as ``response.completed``.
   ``length`` is ``response.incomplete`` for ``max_output_tokens`` and ``unknown`` is
   ``response.incomplete`` for ``content_filter`` (08 D35).
-- Usage round-trips exactly: a ``None`` count leaves its wire field out.
+- Usage round-trips exactly (``usage.usage_to_wire``): a ``None`` count leaves its wire field
+  out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .._convert import arguments_json
 from .._render import fragment_size as resolve_fragment_size
 from .._render import fragments, sse_event
 from .machine import REASONING_FIDELITY_KEYS
+from .usage import usage_to_wire
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render"]
 
@@ -81,21 +83,6 @@ def _response(model: str, status: str, output: list[Any], **fields: Any) -> dict
         "output": output,
         **fields,
     }
-
-
-def _usage(usage: UsageMetadata) -> dict[str, Any]:
-    """The wire usage of ``usage`` (inverse of spec 06 §2's arithmetic)."""
-    wire: dict[str, Any] = {}
-    if usage.prompt_tokens is not None:
-        wire["input_tokens"] = usage.prompt_tokens + (usage.cached_tokens or 0)
-    if usage.cached_tokens is not None:
-        wire["input_tokens_details"] = {"cached_tokens": usage.cached_tokens}
-    if usage.response_tokens is not None:
-        wire["output_tokens"] = usage.response_tokens + (usage.thoughts_tokens or 0)
-    if usage.thoughts_tokens is not None:
-        wire["output_tokens_details"] = {"reasoning_tokens": usage.thoughts_tokens}
-    wire["total_tokens"] = wire.get("input_tokens", 0) + wire.get("output_tokens", 0)
-    return wire
 
 
 def _message(out: _Writer, index: int, item: TextDone, size: int) -> dict[str, Any]:
@@ -211,7 +198,7 @@ def render(
         reason = "max_output_tokens" if finish is FinishReason.LENGTH else "content_filter"
         response = _response(model, "incomplete", output, incomplete_details={"reason": reason})
         event_type = "response.incomplete"
-    out.event(event_type, response={**response, "usage": _usage(usage)})
+    out.event(event_type, response={**response, "usage": usage_to_wire(usage)})
     return out.body()
 
 

@@ -1,30 +1,34 @@
 """Request builder of the OpenAI Responses clients (spec 04 §4, 05 §2.2, §2.6-§3, §4.2, §5).
 
-Four client types speak this protocol: ``openai-official``, ``openai-responses`` (the
-compatible client, also the protocol name), ``deepseek-official`` and ``minimax-official``.
-What differs between them is written as explicit per-client rules below; model generations
-are matched by version tokens on the lower-cased id, first row wins (05 §1, 08 D9), and the id
-is sent exactly as given.
+Every client of this protocol builds the same body; what differs between them (effort rows,
+temperature rule, ``tool_choice`` values, reasoning replay, image rules) is the client's
+``ResponsesProfile``, whose generation rows are matched on the lower-cased id, first row wins
+(05 §1, 08 D9). The id is sent exactly as given.
 
 The body is ``POST /responses`` JSON in a fixed key order: ``model``, ``input``, ``stream``,
-``store``, ``include`` (openai-official), then the mapped config keys (04 §4). Config errors are
-raised before any message is looked at (02 §8).
+``store``, ``include`` (when the profile has one), then the mapped config keys (04 §4). Config
+errors are raised before any message is looked at (02 §8). Messages are converted by
+``adapters._build.walk_messages``: each item becomes a content part of the message item being
+collected (text, images) or an input item of its own (reasoning, calls, results), and the
+collected parts are flushed before any other item, so order is kept (05 §5).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, final
 
 from mmsp_core.errors import (
     InvalidMessageError,
-    RoutingError,
     UnsupportedContentError,
     UnsupportedParameterError,
 )
 from mmsp_core.model import (
+    EmbeddingDone,
     ImageUrlDone,
+    InlineDataDone,
+    InlineThinkingDone,
+    Item,
     PromptCaching,
     TextDone,
     ThinkingDone,
@@ -36,113 +40,50 @@ from mmsp_core.model import (
 )
 from mmsp_core.request import HTTPRequest, encode_json_body
 
+from .._build import Converters, MessageContext, WalkedMessage, walk_messages
 from .._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from .._media import needs_high_detail
+from .machine import REASONING_FIDELITY_KEYS
+from .profiles import Generation, ReasoningReplay, ResponsesProfile, Summary, Temperature
 
-__all__ = ["CLIENT_TYPES", "build_request", "check_config"]
-
-OPENAI_OFFICIAL: Final = "openai-official"
-OPENAI_RESPONSES: Final = "openai-responses"
-DEEPSEEK_OFFICIAL: Final = "deepseek-official"
-MINIMAX_OFFICIAL: Final = "minimax-official"
-
-#: The client types this protocol serves (spec 04 §1).
-CLIENT_TYPES: Final = (OPENAI_OFFICIAL, OPENAI_RESPONSES, DEEPSEEK_OFFICIAL, MINIMAX_OFFICIAL)
-
-#: Clients that send image ``detail``, split assistant text by phase and replay reasoning
-#: from its recorded channel (05 §5).
-_OPENAI_CLIENTS: Final = frozenset({OPENAI_OFFICIAL, OPENAI_RESPONSES})
+__all__ = ["build_request", "check_config"]
 
 PATH: Final = "/responses"
 HEADERS: Final = (("content-type", "application/json"), ("accept", "text/event-stream"))
 
-_L = ThinkingLevel
 
-#: Each level sent as itself.
-_IDENTITY: Final[Mapping[ThinkingLevel, str]] = {level: level.value for level in ThinkingLevel}
+def _temperature(client: str, profile: ResponsesProfile, temperature: float) -> float | None:
+    """Return the temperature to send, ``None`` for none (05 §4.2).
 
-#: The token of MiniMax M3.1-Flash in a lower-cased model id (05 §1).
-_M31 = "m3.1"
-
-
-class _EffortRow(NamedTuple):
-    """One generation row of ``reasoning.effort`` (05 §2): it applies to ``clients`` when the
-    lower-cased id contains every token of ``needs`` and none of ``refuses``."""
-
-    clients: frozenset[str]
-    needs: tuple[str, ...]
-    refuses: tuple[str, ...]
-    efforts: Mapping[ThinkingLevel, str]
-
-
-#: The first matching row wins; the last row of each client matches every id.
-_EFFORT_ROWS: Final = (
-    # 05 §2.2: GPT-6 except Luna rejects "none" and runs at its lowest effort instead.
-    _EffortRow(_OPENAI_CLIENTS, ("gpt-6",), ("gpt-6-luna",), {**_IDENTITY, _L.NONE: "low"}),
-    _EffortRow(_OPENAI_CLIENTS, (), (), _IDENTITY),
-    # 05 §2.6: every DeepSeek model.
-    _EffortRow(
-        frozenset({DEEPSEEK_OFFICIAL}), (), (), {**_IDENTITY, _L.MEDIUM: "high", _L.XHIGH: "high"}
-    ),
-    # 05 §2.7: MiniMax M3.1-Flash always reasons; M3 stops at high.
-    _EffortRow(frozenset({MINIMAX_OFFICIAL}), (_M31,), (), {**_IDENTITY, _L.NONE: "low"}),
-    _EffortRow(
-        frozenset({MINIMAX_OFFICIAL}), (), (), {**_IDENTITY, _L.XHIGH: "high", _L.MAX: "high"}
-    ),
-)
-
-#: DeepSeek ids that take no images: the last ``/``-segment of the lower-cased id (05 §1).
-_DEEPSEEK_TEXT_ONLY: Final = re.compile(r"deepseek-v4-(flash|pro)(-\d{4})?")
-
-
-def _check_client(client: str, model: str) -> None:
-    if client not in CLIENT_TYPES:
-        raise RoutingError(model, client, detail="not a client of the Responses protocol")
-
-
-def _is_minimax_m31(key: str) -> bool:
-    """MiniMax M3.1-Flash rules apply when the lower-cased id contains ``m3.1`` (05 §1)."""
-    return _M31 in key
-
-
-def _effort(client: str, key: str, level: ThinkingLevel) -> str:
-    """Map a thinking level to ``reasoning.effort``; never raises (05 §1 rule 4)."""
-    for row in _EFFORT_ROWS:
-        if (
-            client in row.clients
-            and all(token in key for token in row.needs)
-            and not any(token in key for token in row.refuses)
-        ):
-            return row.efforts[ThinkingLevel(level)]
-    raise AssertionError(f"no effort row for {client}")  # the last row of each client is total
-
-
-def _temperature(client: str, temperature: float) -> float | None:
-    """Return the temperature to send, ``None`` for none (05 §4.2)."""
-    if client == OPENAI_RESPONSES:
+    Raises:
+        UnsupportedParameterError: a value the client does not take.
+    """
+    rule = profile.temperature
+    if rule is Temperature.SENT:
         return temperature
-    if client == MINIMAX_OFFICIAL:
+    if rule is Temperature.ZERO_TO_ONE:
         if 0 <= temperature <= 1:
             return temperature
-        raise UnsupportedParameterError(client, "temperature", detail="MiniMax takes 0 to 1")
+        detail = f"{profile.vendor} takes 0 to 1"
+        raise UnsupportedParameterError(client, "temperature", detail=detail)
     if temperature == 1.0:
         return None
     raise UnsupportedParameterError(client, "temperature", detail="only 1.0 is accepted")
 
 
-def _tool_choice(client: str, key: str, choice: str | tuple[str, ...]) -> Any:
-    """Map ``tool_choice`` (05 §4.2, 08 D10)."""
-    if client in _OPENAI_CLIENTS:
-        allowed: tuple[str, ...] = ("auto", "none", "required")
-    elif client == DEEPSEEK_OFFICIAL:
-        allowed = ("auto", "none")
-    else:
-        allowed = ("auto",) if _is_minimax_m31(key) else ("auto", "none")
+def _tool_choice(
+    client: str, profile: ResponsesProfile, generation: Generation, choice: str | tuple[str, ...]
+) -> Any:
+    """Map ``tool_choice`` (05 §4.2, 08 D10).
+
+    Raises:
+        UnsupportedParameterError: a value or a list of names the client does not take.
+    """
     if isinstance(choice, str):
-        if choice in allowed:
+        if choice in generation.tool_choices:
             return choice
         raise UnsupportedParameterError(client, "tool_choice", detail=f"{choice!r} is not sent")
-    if client not in _OPENAI_CLIENTS:
+    if not profile.tool_name_lists:
         raise UnsupportedParameterError(client, "tool_choice", detail="no list of tool names")
     return {
         "type": "allowed_tools",
@@ -151,54 +92,17 @@ def _tool_choice(client: str, key: str, choice: str | tuple[str, ...]) -> Any:
     }
 
 
-def _config_body(client: str, model: str, config: UniConfig) -> dict[str, Any]:
-    """Return the body keys that come from ``config`` (05 §4.2), in body order.
-
-    Raises:
-        UnsupportedParameterError: a value the client cannot send for this model.
-    """
-    _check_client(client, model)
-    key = model_key(model)
-    check_tool_choice_list(client, config)
-    if config.prompt_caching not in (None, PromptCaching.ENABLE):
-        raise UnsupportedParameterError(client, "prompt_caching", detail="only enable")
-    if config.fast_mode and (
-        client == DEEPSEEK_OFFICIAL or (client == MINIMAX_OFFICIAL and _is_minimax_m31(key))
-    ):
-        raise UnsupportedParameterError(client, "fast_mode", detail="no priority tier")
-
-    body: dict[str, Any] = {}
-    if config.system_prompt is not None:
-        body["instructions"] = config.system_prompt
-    if config.max_tokens is not None:
-        body["max_output_tokens"] = config.max_tokens
-    if config.temperature is not None:
-        temperature = _temperature(client, config.temperature)
-        if temperature is not None:
-            body["temperature"] = temperature
-    reasoning = _reasoning(client, key, config)
-    if reasoning:
-        body["reasoning"] = reasoning
-    if config.tools is not None:
-        body["tools"] = [_tool(t.name, t.description, t.parameters) for t in config.tools]
-    if config.tool_choice is not None:
-        body["tool_choice"] = _tool_choice(client, key, config.tool_choice)
-    if config.fast_mode:
-        body["service_tier"] = "priority"
-    return body
-
-
-def _reasoning(client: str, key: str, config: UniConfig) -> dict[str, str]:
-    """The ``reasoning`` object: effort (05 §2) and summary (05 §3)."""
+def _reasoning(profile: ResponsesProfile, generation: Generation, config: UniConfig) -> dict[
+    str, str
+]:
+    """The ``reasoning`` object: effort (05 §2) and summary (05 §3); never raises."""
     reasoning: dict[str, str] = {}
     if config.thinking_level is not None:
-        reasoning["effort"] = _effort(client, key, config.thinking_level)
-    summary = config.thinking_summary and (
-        client in (OPENAI_OFFICIAL, DEEPSEEK_OFFICIAL)
-        # OpenRouter reads an effort-less reasoning object as "disabled" (05 §3).
-        or (client == OPENAI_RESPONSES and config.thinking_level is not None)
-    )
-    if summary:
+        reasoning["effort"] = generation.efforts[ThinkingLevel(config.thinking_level)]
+    if config.thinking_summary and (
+        profile.summary is Summary.ALWAYS
+        or (profile.summary is Summary.WITH_EFFORT and config.thinking_level is not None)
+    ):
         reasoning["summary"] = "concise"
     return reasoning
 
@@ -210,150 +114,193 @@ def _tool(name: str, description: str, parameters: Mapping[str, Any] | None) -> 
     return tool
 
 
-def check_config(client: str, model: str, config: UniConfig) -> None:
+def _config_body(
+    client: str, profile: ResponsesProfile, model: str, config: UniConfig
+) -> dict[str, Any]:
+    """Return the body keys that come from ``config`` (05 §4.2), in body order.
+
+    Raises:
+        UnsupportedParameterError: a value the client cannot send for this model.
+    """
+    generation = profile.generation(model_key(model))
+    check_tool_choice_list(client, config)
+    if config.prompt_caching not in (None, PromptCaching.ENABLE):
+        raise UnsupportedParameterError(client, "prompt_caching", detail="only enable")
+    if config.fast_mode and not generation.priority_tier:
+        raise UnsupportedParameterError(client, "fast_mode", detail="no priority tier")
+
+    body: dict[str, Any] = {}
+    if config.system_prompt is not None:
+        body["instructions"] = config.system_prompt
+    if config.max_tokens is not None:
+        body["max_output_tokens"] = config.max_tokens
+    if config.temperature is not None:
+        temperature = _temperature(client, profile, config.temperature)
+        if temperature is not None:
+            body["temperature"] = temperature
+    reasoning = _reasoning(profile, generation, config)
+    if reasoning:
+        body["reasoning"] = reasoning
+    if config.tools is not None:
+        body["tools"] = [_tool(t.name, t.description, t.parameters) for t in config.tools]
+    if config.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(client, profile, generation, config.tool_choice)
+    if config.fast_mode:
+        body["service_tier"] = "priority"
+    return body
+
+
+def check_config(client: str, profile: ResponsesProfile, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
         UnsupportedParameterError: a value the client cannot send for this model (05 §4.2).
     """
-    _config_body(client, model, config)
+    _config_body(client, profile, model, config)
 
 
 def build_request(
-    client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str,
+    profile: ResponsesProfile,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
 ) -> HTTPRequest:
     """Build the streaming ``POST /responses`` request (spec 04 §4, 05 §4.2, §5).
 
     Raises:
         UnsupportedParameterError: a config value the client cannot send (checked first).
-        InvalidMessageError: a message with nothing sendable, an unknown item kind, a tool
-            result without ``tool_call_id`` or a malformed data URI.
-        UnsupportedContentError: an image for a text-only DeepSeek model.
+        InvalidMessageError: a message with nothing to send but thinking, an item kind this
+            protocol cannot carry, a tool result without ``tool_call_id`` or a malformed data
+            URI.
+        UnsupportedContentError: an image for a text-only model.
     """
-    config_body = _config_body(client, model, config)
+    config_body = _config_body(client, profile, model, config)
+    converters = _Converter(client, profile, model_key(model)).table
+    walked: list[WalkedMessage[_Piece]] = walk_messages(
+        client, messages, converters, protocol_label="The Responses API"
+    )
     body: dict[str, Any] = {
         "model": model,
-        "input": _Input(client, model_key(model)).convert(messages),
+        "input": _input(client, walked),
         "stream": True,
         "store": False,
     }
-    if client == OPENAI_OFFICIAL:
-        body["include"] = ["reasoning.encrypted_content"]
+    if profile.include:
+        body["include"] = list(profile.include)
     body.update(config_body)
     return HTTPRequest("POST", PATH, HEADERS, encode_json_body(body))
 
 
-class _Input:
-    """Message conversion to Responses input items (05 §5)."""
+# --------------------------------------------------------------------------------------------
+# Messages (05 §5)
+# --------------------------------------------------------------------------------------------
 
-    def __init__(self, client: str, key: str) -> None:
+
+class _Content(NamedTuple):
+    """A content part of the message item being collected."""
+
+    part: dict[str, Any]
+    #: A text's phase (``None``: none); a new phase starts a new message item.
+    phase: str | None = None
+    #: An image joins the message item of any phase.
+    any_phase: bool = False
+
+
+#: What a converter returns: a content part, or an input item of its own.
+_Piece = _Content | dict[str, Any]
+
+
+@final
+class _Converter:
+    """The converters of one request: what the profile and the model id decide (05 §5)."""
+
+    __slots__ = ("_client", "_high_detail", "_profile", "_text_only", "table")
+
+    def __init__(self, client: str, profile: ResponsesProfile, key: str) -> None:
         self._client = client
-        self._openai = client in _OPENAI_CLIENTS
-        self._high_detail = self._openai and "gpt-5.6" in key
-        self._text_only = client == DEEPSEEK_OFFICIAL and bool(
-            _DEEPSEEK_TEXT_ONLY.fullmatch(key.rsplit("/", 1)[-1])
-        )
+        self._profile = profile
+        token = profile.high_detail_token
+        self._high_detail = token is not None and token in key
+        self._text_only = profile.text_only(key)
+        self.table: Converters[_Piece] = {
+            TextDone: self._text,
+            ImageUrlDone: self._image_url,
+            ThinkingDone: self._reasoning,
+            ToolCallDone: self._call,
+            ToolResultDone: self._result,
+            InlineDataDone: self._refused,
+            InlineThinkingDone: self._refused,
+            EmbeddingDone: self._refused,
+        }
 
-    def convert(self, messages: Sequence[UniMessage]) -> list[dict[str, Any]]:
-        """Return the ``input`` list: per message, its items in order."""
-        items: list[dict[str, Any]] = []
-        for index, message in enumerate(messages):
-            converted = self._message(message, index)
-            if all(item["type"] == "reasoning" for item in converted):
-                raise InvalidMessageError(
-                    self._client, None, index, detail="nothing to send but thinking"
-                )
-            items += converted
-        return items
+    def _text(self, context: MessageContext, item: Item) -> _Piece:
+        """User text is ``input_text``, assistant text ``output_text`` with its phase."""
+        assert isinstance(item, TextDone)
+        role = context.message.role
+        if role == "user":
+            return _Content({"type": "input_text", "text": item.text})
+        phase = None
+        if self._profile.phases and role == "assistant" and item.fidelity:
+            recorded = item.fidelity.get("phase")
+            phase = recorded if isinstance(recorded, str) and recorded else None
+        return _Content({"type": "output_text", "text": item.text}, phase)
 
-    def _message(self, message: UniMessage, index: int) -> list[dict[str, Any]]:
-        """Convert one message; consecutive text and images share one message item.
+    def _image_url(self, context: MessageContext, item: Item) -> _Piece:
+        assert isinstance(item, ImageUrlDone)
+        return _Content(self._image(item.image_url, context.index, "image_url"), any_phase=True)
 
-        The collected content is flushed before any other item, so order is kept; on the
-        OpenAI clients assistant text is split by its ``fidelity["phase"]`` into message items
-        that carry that phase.
+    def _call(self, context: MessageContext, item: Item) -> _Piece:
+        assert isinstance(item, ToolCallDone)
+        return {
+            "type": "function_call",
+            "call_id": item.tool_call_id,
+            "name": item.name,
+            "arguments": arguments_json(item.arguments),
+        }
+
+    def _result(self, context: MessageContext, item: Item) -> _Piece:
+        """A ``function_call_output``: the text, or a content list when there are images.
+
+        Raises:
+            InvalidMessageError: no ``tool_call_id``; a malformed data URI.
+            UnsupportedContentError: images for a text-only model.
         """
-        out: list[dict[str, Any]] = []
-        content: list[dict[str, Any]] = []
-        phase: str | None = None
+        assert isinstance(item, ToolResultDone)
+        if not item.tool_call_id:
+            raise InvalidMessageError(
+                self._client, "tool_result", context.index,
+                detail="a tool result needs tool_call_id",
+            )
+        output: str | list[dict[str, Any]] = item.text
+        if item.images:
+            output = [{"type": "input_text", "text": item.text}] + [
+                self._image(url, context.index, "tool_result") for url in item.images
+            ]
+        return {"type": "function_call_output", "call_id": item.tool_call_id, "output": output}
 
-        def flush() -> None:
-            if content:
-                entry: dict[str, Any] = {"type": "message", "role": message.role}
-                entry["content"] = list(content)
-                if phase is not None:
-                    entry["phase"] = phase
-                out.append(entry)
-                content.clear()
-
-        for item in message.content_items:
-            if isinstance(item, TextDone):
-                item_phase = self._phase(message.role, item)
-                if item_phase != phase:
-                    flush()
-                    phase = item_phase
-                text_type = "input_text" if message.role == "user" else "output_text"
-                content.append({"type": text_type, "text": item.text})
-            elif isinstance(item, ImageUrlDone):
-                content.append(self._image(item.image_url, index, "image_url"))
-            else:
-                flush()
-                out.append(self._other(item, index))
-        flush()
-        return out
-
-    def _phase(self, role: str, item: TextDone) -> str | None:
-        if not self._openai or role != "assistant" or not item.fidelity:
-            return None
-        phase = item.fidelity.get("phase")
-        return phase if isinstance(phase, str) and phase else None
-
-    def _other(self, item: object, index: int) -> dict[str, Any]:
-        if isinstance(item, ThinkingDone):
-            return self._reasoning(item)
-        if isinstance(item, ToolCallDone):
-            return {
-                "type": "function_call",
-                "call_id": item.tool_call_id,
-                "name": item.name,
-                "arguments": arguments_json(item.arguments),
-            }
-        if isinstance(item, ToolResultDone):
-            if not item.tool_call_id:
-                raise InvalidMessageError(
-                    self._client, "tool_result", index, detail="a tool result needs tool_call_id"
-                )
-            output: str | list[dict[str, Any]] = item.text
-            if item.images:
-                output = [{"type": "input_text", "text": item.text}] + [
-                    self._image(url, index, "tool_result") for url in item.images
-                ]
-            return {"type": "function_call_output", "call_id": item.tool_call_id, "output": output}
-        item_type = getattr(item, "type", type(item).__name__)
+    def _refused(self, context: MessageContext, item: Item) -> _Piece:
+        """Raise ``InvalidMessageError``: a kind the Responses API has no input for."""
         raise InvalidMessageError(
-            self._client, item_type, index, detail="the Responses API has no such input"
+            self._client, item.type, context.index, detail="the Responses API has no such input"
         )
 
-    def _reasoning(self, item: ThinkingDone) -> dict[str, Any]:
-        """Replay a thinking item as a reasoning item (05 §5).
-
-        DeepSeek and MiniMax rebuild it from the text alone (MiniMax without ``summary``); the
-        OpenAI clients send the text back through the channel that carried it, plus the
-        recorded ``encrypted_content``, ``signature`` and ``format``. openai-official also
-        reads a history without a channel but with encrypted content as a summary.
-        """
+    def _reasoning(self, context: MessageContext, item: Item) -> _Piece:
+        """Replay a thinking item as a reasoning item, as the profile says (05 §5)."""
+        assert isinstance(item, ThinkingDone)
         text = [{"type": "reasoning_text", "text": item.thinking}] if item.thinking else []
-        if self._client == MINIMAX_OFFICIAL:
+        replay = self._profile.replay
+        if replay is ReasoningReplay.REBUILT_WITHOUT_SUMMARY:
             return {"type": "reasoning", "content": text}
         reasoning: dict[str, Any] = {"type": "reasoning", "summary": []}
-        fidelity = item.fidelity or {}
-        if not self._openai:
+        if replay is ReasoningReplay.REBUILT:
             if text:
                 reasoning["content"] = text
             return reasoning
+        fidelity = item.fidelity or {}
         channel = fidelity.get("channel")
         as_summary = channel == "summary" or (
-            self._client == OPENAI_OFFICIAL
+            replay is ReasoningReplay.BY_CHANNEL_ENCRYPTED_AS_SUMMARY
             and channel is None
             and fidelity.get("encrypted_content") is not None
         )
@@ -361,24 +308,66 @@ class _Input:
             reasoning["summary"] = [{"type": "summary_text", "text": item.thinking}]
         elif text:
             reasoning["content"] = text
-        for key in ("encrypted_content", "signature", "format"):
+        for key in REASONING_FIDELITY_KEYS:
             if fidelity.get(key) is not None:
                 reasoning[key] = fidelity[key]
         return reasoning
 
     def _image(self, url: str, index: int, item_type: str) -> dict[str, Any]:
-        """An ``input_image`` part, with ``detail: "high"`` where GPT-5.6 needs it (05 §5).
+        """An ``input_image`` part, with ``detail: "high"`` where the model needs it (05 §5).
 
         Raises:
             UnsupportedContentError: the model takes no images.
             InvalidMessageError: a malformed data URI.
         """
         if self._text_only:
-            raise UnsupportedContentError(
-                self._client, item_type, detail="this DeepSeek model takes text only"
-            )
+            detail = f"this {self._profile.vendor} model takes text only"
+            raise UnsupportedContentError(self._client, item_type, detail=detail)
         part: dict[str, Any] = {"type": "input_image", "image_url": url}
         decoded = parse_data_uri(self._client, url, index)
         if self._high_detail and decoded is not None and needs_high_detail(decoded[1]):
             part["detail"] = "high"
         return part
+
+
+def _input(client: str, walked: Sequence[WalkedMessage[_Piece]]) -> list[dict[str, Any]]:
+    """Assemble the ``input`` list: per message, its pieces in order.
+
+    Consecutive content parts of a message share one message item, split where a text's
+    phase changes.
+
+    Raises:
+        InvalidMessageError: a message with nothing to send but thinking (08 D67).
+    """
+    items: list[dict[str, Any]] = []
+    for message in walked:
+        if all(isinstance(p, dict) and p["type"] == "reasoning" for p in message.parts):
+            raise InvalidMessageError(
+                client, None, message.index, detail="nothing to send but thinking"
+            )
+        role = message.message.role
+        content: list[dict[str, Any]] = []
+        phase: str | None = None
+        for piece in message.parts:
+            if not isinstance(piece, _Content):
+                _flush(items, role, content, phase)
+                items.append(piece)
+                continue
+            if not piece.any_phase and piece.phase != phase:
+                _flush(items, role, content, phase)
+                phase = piece.phase
+            content.append(piece.part)
+        _flush(items, role, content, phase)
+    return items
+
+
+def _flush(
+    items: list[dict[str, Any]], role: str, content: list[dict[str, Any]], phase: str | None
+) -> None:
+    """Append the collected ``content`` as one message item, and empty it."""
+    if content:
+        entry: dict[str, Any] = {"type": "message", "role": role, "content": list(content)}
+        if phase is not None:
+            entry["phase"] = phase
+        items.append(entry)
+        content.clear()

@@ -533,6 +533,31 @@ def test_malformed_events(data: bytes) -> None:
     assert [e.content_items[0].type for e in events] == ["text.delta"]
 
 
+DEEP = b"[" * 100_000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'data: {"type":{}}\n\n',
+        b"event: error\ndata: " + DEEP + b"\n\n",
+        b"data: " + DEEP + b"\n\n",
+        # nesting about as deep as the parser takes, in a field the handler refuses: at some
+        # of these depths, writing the event back out as JSON would recurse too deep
+        *[sse({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "content": []}})
+          + b'data: {"type":"response.output_text.delta","delta":' + b"[" * depth
+          + b"]" * depth + b"}\n\n" for depth in range(850, 1001, 10)],
+    ],
+    ids=["unhashable-type", "deep-error", "deep", *(f"deep-field-{n}" for n in range(16))],
+)
+@pytest.mark.parametrize("strict", [False, True])
+def test_hostile_json_is_a_malformed_event(body: bytes, strict: bool) -> None:
+    """08 D59: whatever the JSON, only a typed error comes out, at that event."""
+    with pytest.raises(MalformedEventError):
+        list(adapters.decode(PROTOCOL, [body], strict=strict))
+
+
 def test_phase_is_kept_on_the_text() -> None:
     events, error = decode(PROTOCOL, sse(*message(0, "plan", phase="commentary"), completed()))
     finished(events, error)
