@@ -55,9 +55,12 @@ async def test_a_streamed_body_goes_out_chunked_as_it_is_sent() -> None:
             await anyio.sleep(0.01)
         await response.end()
 
-    async with serve(stream) as server, httpx.AsyncClient() as http:
-        async with http.stream("GET", server.url + "/events") as r:
-            chunks = [chunk async for chunk in r.aiter_raw()]
+    async with (
+        serve(stream) as server,
+        httpx.AsyncClient() as http,
+        http.stream("GET", server.url + "/events") as r,
+    ):
+        chunks = [chunk async for chunk in r.aiter_raw()]
     assert r.headers["transfer-encoding"] == "chunked"
     assert b"".join(chunks) == b"data: 0\n\ndata: 1\n\ndata: 2\n\n"
     assert len(chunks) == 3
@@ -176,14 +179,16 @@ async def test_graceful_close_lets_an_exchange_finish_within_grace() -> None:
         await response.respond(200, body=b"finished")
 
     answers: list[bytes] = []
-    async with httpx.AsyncClient() as http, anyio.create_task_group() as tasks:
-        async with serve(slow, grace=5.0) as server:
+    async with (
+        httpx.AsyncClient() as http,
+        anyio.create_task_group() as tasks,
+        serve(slow, grace=5.0) as server,
+    ):
+        async def call() -> None:
+            answers.append((await http.get(server.url + "/")).content)
 
-            async def call() -> None:
-                answers.append((await http.get(server.url + "/")).content)
-
-            tasks.start_soon(call)
-            await started.wait()
+        tasks.start_soon(call)
+        await started.wait()
     assert answers == [b"finished"]
 
 
@@ -198,15 +203,17 @@ async def test_closing_without_grace_cancels_exchanges_in_progress() -> None:
         finally:
             outcomes.append("cancelled")
 
-    async with httpx.AsyncClient() as http, anyio.create_task_group() as tasks:
-        async with serve(stuck) as server:
+    async with (
+        httpx.AsyncClient() as http,
+        anyio.create_task_group() as tasks,
+        serve(stuck) as server,
+    ):
+        async def call() -> None:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await http.get(server.url + "/")
 
-            async def call() -> None:
-                with pytest.raises(httpx.RemoteProtocolError):
-                    await http.get(server.url + "/")
-
-            tasks.start_soon(call)
-            await started.wait()
+        tasks.start_soon(call)
+        await started.wait()
     assert outcomes == ["cancelled"]
 
 

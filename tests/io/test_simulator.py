@@ -7,11 +7,19 @@ import time
 from pathlib import Path
 
 import anyio
+import attrs
 import httpx
 import pytest
 
+import adapters
 from mmsp_core.model import FinishReason, TextDone, ThinkingDone, ToolCallDone
-from mmsp_io.simulator import RecordedRequest, Reply, Simulator, demo_script
+from mmsp_io.simulator import (
+    RecordedRequest,
+    Reply,
+    Simulator,
+    demo_script,
+    simulated_protocols,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -276,6 +284,42 @@ async def test_one_connection_serves_several_requests() -> None:
                 ports.add(r.extensions["network_stream"].get_extra_info("client_addr"))
     assert len(ports) == 1
     assert len(sim.requests) == 3
+
+
+async def test_a_protocol_registered_later_is_served_from_its_record() -> None:
+    chat = adapters.PROTOCOLS["openai-chat"]
+    assert chat.traits.dialect is not None
+    dialect = attrs.evolve(chat.traits.dialect, route=("POST", r"/later/v\d/chat"),
+                           base_path="/later", key_headers=("x-later-key",),
+                           request_id_header="x-later-id")
+    later = attrs.evolve(chat, name="later-chat",
+                         traits=attrs.evolve(chat.traits, dialect=dialect))
+    row = attrs.evolve(adapters.CLIENTS["openai-chat"], client_type="later-client",
+                       protocol="later-chat", aliases=(), model_prefixes=())
+    with adapters.register(later, [row]):
+        assert simulated_protocols()[-1] == "later-chat"
+        async with Simulator.running(Reply(body=BODY)) as sim, httpx.AsyncClient() as http:
+            assert sim.base_url("later-chat") == sim.url + "/later"
+            served = await http.post(sim.url + "/later/v2/chat", json=CHAT,
+                                     headers={"x-later-key": "sk-sim"})
+            refused = await http.post(sim.url + "/later/v2/chat", json=CHAT, headers=BEARER)
+            listed = await http.get(sim.url + "/later/models", headers={"x-later-key": "sk-sim"})
+    assert served.content == BODY
+    assert served.headers["x-later-id"] == "req_sim_1"
+    assert refused.status_code == 401
+    assert [m["id"] for m in listed.json()["data"]] == ["sim-model"]
+    assert [r.protocol for r in sim.requests] == ["later-chat", "later-chat", None]
+    assert "later-chat" not in simulated_protocols()
+    with pytest.raises(ValueError):
+        sim.base_url("later-chat")
+
+
+async def test_a_request_body_over_the_limit_is_answered_413() -> None:
+    async with Simulator.running(Reply(body=BODY)) as sim, httpx.AsyncClient() as http:
+        refused = await http.post(sim.url + "/v1/messages", headers=ANTHROPIC,
+                                  content=b"x" * (50 * 1024 * 1024 + 1))
+    assert refused.status_code == 413
+    assert sim.requests == []
 
 
 async def test_an_error_in_the_block_propagates_unwrapped() -> None:
