@@ -10,10 +10,13 @@ Each SSE event is first classified into a wire event name:
 * ``"error"``   an ``event: error`` frame (Groq sends one mid-stream);
 * ``"unknown"`` any other SSE event name (08 D36).
 
-``_TABLE`` maps ``(state, wire event name)`` to a handler. There are two states: STREAMING
-until ``[DONE]``, then DONE, in which every event is out of place and treated as unknown
-(08 D45: skipped, or ``UnknownEventError`` in strict mode). A stream that ends without
-``[DONE]`` is not an error by itself: the finalizer decides from usage and finish reason.
+``ChatMachine`` is a ``TableMachine`` (``adapters._table``): ``classify`` gives that name and
+the data text, which only the handler parses, and ``TRANSITIONS`` maps ``(state, wire event
+name)`` to a handler and the next state. There are two states: STREAMING until ``[DONE]``,
+then DONE (terminal: ``finished`` is set), which has no rows, so every later event is out of
+place (08 D45: skipped, or ``UnknownEventError`` in strict mode) and is never parsed. An
+``"unknown"`` name has no row at all. A stream that ends without ``[DONE]`` is not an error
+by itself: the finalizer decides from usage and finish reason.
 
 A chunk handler reads only the choice whose ``index`` is 0 (08 D36) and turns its delta into
 items, in this order (a chunk may end the thinking and start the answer):
@@ -29,12 +32,14 @@ items, in this order (a chunk may end the thinking and start the answer):
 
 Chat gives items no ids, so the item id (``fidelity["item_id"]``) is the wire field name.
 A finish reason or usage makes the event a ``stop`` event (items stay on it). Usage is read
-from ``usage`` (an ``include_usage`` chunk with no choices, or GLM's finish chunk), else from
-``x_groq.usage`` (older Groq responses carry it only there; the recorded ones carry it in
-both places, with equal counts). An ``error`` object in a chunk, or an ``event: error``
-frame, raises ``ProviderStreamError`` carrying the usage merged so far, that chunk's included
-(08 D4, D36). Unknown chunk fields are ignored; a known field of the wrong JSON type, or data
-that is not a JSON object, raises ``MalformedEventError``.
+by ``usage.read_usage`` from ``usage`` (an ``include_usage`` chunk with no choices, or GLM's
+finish chunk), else from ``x_groq.usage`` (older Groq responses carry it only there; the
+recorded ones carry it in both places, with equal counts). An ``error`` object in a chunk, or
+an ``event: error`` frame, raises ``ProviderStreamError`` carrying the usage merged so far,
+that chunk's included (08 D4, D36). Unknown chunk fields are ignored; fields are read through
+the typed accessors of ``adapters._json``, so a known field of the wrong JSON type, or data
+that is not a JSON object (nested too deeply included), raises ``MalformedEventError`` (08
+D59). The profile is not read: one machine serves every Chat client (08 D32).
 """
 
 from __future__ import annotations
@@ -42,10 +47,20 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
-from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
 
-from mmsp_core.errors import MalformedEventError, ProviderStreamError, UnknownEventError
+from adapters._json import (
+    BadField,
+    loads,
+    loads_object,
+    opt_array,
+    opt_integer,
+    opt_obj,
+    opt_string,
+)
+from adapters._table import TableMachine, Transitions, skip
+from mmsp_core.errors import ProviderStreamError, UnknownEventError
 from mmsp_core.model import (
     FinishReason,
     Item,
@@ -57,7 +72,9 @@ from mmsp_core.model import (
 )
 from mmsp_core.sse import SSEEvent
 
-__all__ = ["ChatMachine", "new_machine"]
+from .usage import read_usage
+
+__all__ = ["ENCRYPTED_BLOCK", "FINISH_REASONS", "ChatMachine"]
 
 #: Chat finish reasons (spec 06 §3 step 4); any other non-empty value is ``unknown``.
 FINISH_REASONS: Final[Mapping[str, FinishReason]] = {
@@ -70,7 +87,8 @@ FINISH_REASONS: Final[Mapping[str, FinishReason]] = {
 #: ``reasoning_details`` block carrying opaque reasoning to replay (spec 06 §3 step 1).
 ENCRYPTED_BLOCK: Final = "reasoning.encrypted"
 
-_T = TypeVar("_T")
+#: The delta fields read as text, in order (08 D36); each is its items' id.
+_TEXT_FIELDS: Final = ("content", "refusal")
 
 
 class _State(enum.Enum):
@@ -78,15 +96,179 @@ class _State(enum.Enum):
     DONE = "done"
 
 
-class ChatMachine:
-    """Decode one Chat Completions response (see the module docstring)."""
+# --------------------------------------------------------------------------------------------
+# Handlers: (machine, data text) -> the client event; the table is ChatMachine.TRANSITIONS
+# --------------------------------------------------------------------------------------------
 
-    def __init__(self, client: str, *, strict: bool, base_url: str | None) -> None:
-        self._client = client
-        self._strict = strict
+
+def _on_error_frame(machine: ChatMachine, text: str) -> UniEvent:
+    """``event: error``: raise ``ProviderStreamError`` whatever the data (08 D4)."""
+    try:
+        body = loads(text)
+    except BadField:
+        raise ProviderStreamError(
+            machine.client, provider_message=text, usage_metadata=machine._usage
+        ) from None
+    if type(body) is dict:
+        raise machine.provider_error(body.get("error", body), body, text)
+    raise machine.provider_error(body, {}, text)
+
+
+def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
+    """One ``chat.completion.chunk``: its items, and a ``stop`` event for finish or usage."""
+    chunk = loads_object(text)
+    if chunk.get("error") is not None:
+        raise machine.provider_error(chunk["error"], chunk, text)
+    usage = machine.merge_usage(chunk)
+    items: list[Item] = []
+    finish: FinishReason | None = None
+    choice = _first_choice(chunk)
+    if choice is not None:
+        delta = opt_obj(choice, "delta")
+        if delta is not None:
+            _read_reasoning(machine, delta, items)
+            for field in _TEXT_FIELDS:
+                content = opt_string(delta, field)
+                if content:
+                    items.append(TextDelta(content, {"item_id": field}))
+            for fragment in opt_array(delta, "tool_calls") or ():
+                call = _tool_call(machine, fragment, text)
+                if call is not None:
+                    items.append(call)
+        reason = opt_string(choice, "finish_reason")
+        if reason:
+            finish = FINISH_REASONS.get(reason, FinishReason.UNKNOWN)
+    if finish is None and usage is None:
+        return UniEvent("delta", tuple(items))
+    return UniEvent("stop", tuple(items), usage, finish)
+
+
+def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the choice with index 0 (missing index counts as 0), or ``None`` (08 D36)."""
+    for choice in opt_array(chunk, "choices") or ():
+        if type(choice) is not dict:
+            raise BadField("a choice is not a JSON object")
+        if opt_integer(choice, "index") in (0, None):
+            return choice
+    return None
+
+
+def _read_reasoning(machine: ChatMachine, delta: Mapping[str, Any], items: list[Item]) -> None:
+    """Append the thinking of one delta, counted once (spec 06 §3 step 1)."""
+    blocks = opt_array(delta, "reasoning_details")
+    if blocks:
+        for block in blocks:
+            if type(block) is not dict:
+                raise BadField("a reasoning_details block is not a JSON object")
+            items.append(_details_block(machine, block))
+        return
+    content = opt_string(delta, "reasoning_content")
+    reasoning = opt_string(delta, "reasoning")
+    if content and reasoning:
+        # Both spellings: which one the server wants back is unknown (no reasoning_field).
+        fidelity: dict[str, str] = {"item_id": "reasoning_content"}
+    elif content:
+        fidelity = {"item_id": "reasoning_content", "reasoning_field": "reasoning_content"}
+    elif reasoning:
+        fidelity = {"item_id": "reasoning", "reasoning_field": "reasoning"}
+    else:
+        return
+    items.append(ThinkingDelta(content or reasoning or "", fidelity))
+
+
+def _details_block(machine: ChatMachine, block: Mapping[str, Any]) -> ThinkingDelta:
+    n = machine._encrypted_blocks
+    fidelity: dict[str, Any] = {
+        "item_id": f"reasoning_details/{n}" if n else "reasoning_details"
+    }
+    text = opt_string(block, "summary") or opt_string(block, "text") or ""
+    if opt_string(block, "type") == ENCRYPTED_BLOCK:
+        fidelity["encrypted_content"] = opt_string(block, "data") or ""
+        for wire_key, key in (("format", "format"), ("id", "reasoning_id")):
+            value = opt_string(block, wire_key)
+            if value is not None:
+                fidelity[key] = value
+        machine._encrypted_blocks += 1
+    return ThinkingDelta(text, fidelity)
+
+
+def _tool_call(machine: ChatMachine, fragment: Any, text: str) -> ToolCallDelta | None:
+    """Turn one ``tool_calls`` entry into a fragment, starting calls per 08 D6.
+
+    A fragment that would begin a call but names no function is out of place (08 D45):
+    skipped (``None``), or ``UnknownEventError`` in strict mode; the chunk's other items
+    stay.
+    """
+    if type(fragment) is not dict:
+        raise BadField("a tool call is not a JSON object")
+    function = opt_obj(fragment, "function")
+    name = (function and opt_string(function, "name")) or ""
+    arguments = (function and opt_string(function, "arguments")) or ""
+    index = opt_integer(fragment, "index")
+    wire_id = opt_string(fragment, "id") or None
+    if index is None and wire_id is None:
+        begins = bool(name) or not machine._call_open
+    else:
+        begins = (
+            not machine._call_open
+            or (None not in (index, machine._call_index) and index != machine._call_index)
+            or (wire_id is not None and wire_id != machine._call_wire_id)
+        )
+    if not begins:
+        return ToolCallDelta("", "", arguments, {"item_id": "tool_calls"})
+    if not name:
+        if machine.strict:
+            raise UnknownEventError(machine.client, text, detail="a tool call without a name")
+        return None
+    machine._call_open = True
+    machine._call_index = index
+    machine._call_wire_id = wire_id
+    call_id = wire_id or f"call_{machine._calls}"
+    machine._calls += 1
+    return ToolCallDelta(name, call_id, arguments, {"item_id": "tool_calls"})
+
+
+def _message(value: Any, text: str) -> str:
+    """A provider's error message as text: a string as it is, anything else as JSON."""
+    if type(value) is str:
+        return value
+    try:
+        return json.dumps(value)
+    except RecursionError:  # parsed just under the limit, too deep to write again (08 D59)
+        return text
+
+
+class ChatMachine(TableMachine):
+    """Decode one Chat Completions response (see the module docstring).
+
+    Built as ``adapters._spec.NewMachine``: ``base_url`` only chooses the OpenRouter usage
+    fix (spec 06 §7).
+    """
+
+    __slots__ = (
+        "_call_index",
+        "_call_open",
+        "_call_wire_id",
+        "_calls",
+        "_encrypted_blocks",
+        "_openrouter",
+        "_usage",
+    )
+
+    INITIAL = _State.STREAMING
+    TERMINAL = frozenset({_State.DONE})
+    #: (state, wire event name) -> (handler, next state). DONE has no rows: everything after
+    #: ``[DONE]`` is out of place (08 D45).
+    TRANSITIONS: ClassVar[Transitions] = {
+        (_State.STREAMING, "chunk"): (_on_chunk, _State.STREAMING),
+        (_State.STREAMING, "[DONE]"): (skip, _State.DONE),
+        (_State.STREAMING, "error"): (_on_error_frame, _State.STREAMING),
+    }
+
+    def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
+        super().__init__(client, profile, strict=strict)
         # Spec 06 §7: OpenRouter sometimes leaves reasoning out of completion_tokens.
         self._openrouter = base_url is not None and "openrouter.ai" in base_url
-        self._state = _State.STREAMING
         self._usage: UsageMetadata | None = None
         # The open tool call: its wire index and wire id; ``_calls`` counts calls so far.
         self._call_open = False
@@ -97,260 +279,45 @@ class ChatMachine:
         # the blocks after one a new item id.
         self._encrypted_blocks = 0
 
-    # -- Machine protocol ----------------------------------------------------------------
+    def classify(self, sse: SSEEvent) -> tuple[str, str]:
+        """Return the wire event's name (see the module docstring) and its data text."""
+        if sse.event == "message":
+            return ("[DONE]" if sse.data.strip() == "[DONE]" else "chunk"), sse.data
+        return ("error" if sse.event == "error" else "unknown"), sse.data
 
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
-        """Return the client event for one SSE event.
+    def merge_usage(self, chunk: Mapping[str, Any]) -> UsageMetadata | None:
+        """Read a chunk's usage (spec 06 §3) and merge it into the running total.
 
         Raises:
-            ProviderStreamError: an error chunk or ``event: error`` frame (08 D4).
-            MalformedEventError: chunk data that is not the JSON a chunk must be.
-            UnknownEventError: strict mode only, an unknown or out-of-place event (08 D36, D45).
+            BadField: a usage field of the wrong JSON type.
         """
-        try:
-            return [_TABLE[self._state, _wire_name(sse)](self, sse)]
-        except _BadField as exc:
-            raise MalformedEventError(self._client, sse.data, detail=str(exc)) from None
-
-    def finish(self) -> list[UniEvent]:
-        """Nothing is buffered: the end of input adds no event."""
-        return []
-
-    # -- handlers ------------------------------------------------------------------------
-
-    def _on_done(self, sse: SSEEvent) -> UniEvent:
-        self._state = _State.DONE
-        return _EMPTY
-
-    def _on_unknown(self, sse: SSEEvent) -> UniEvent:
-        if self._strict:
-            label = sse.data if self._state is _State.STREAMING else f"after [DONE]: {sse.data}"
-            raise UnknownEventError(self._client, f"{sse.event}: {label}")
-        return _EMPTY
-
-    def _on_error_frame(self, sse: SSEEvent) -> UniEvent:
-        try:
-            body = json.loads(sse.data)
-        except ValueError:
-            raise ProviderStreamError(
-                self._client, provider_message=sse.data, usage_metadata=self._usage
-            ) from None
-        if isinstance(body, dict):
-            raise self._provider_error(body.get("error", body), body)
-        raise self._provider_error(body, {})
-
-    def _on_chunk(self, sse: SSEEvent) -> UniEvent:
-        try:
-            chunk = json.loads(sse.data)
-        except ValueError:
-            raise _BadField("the data is not JSON") from None
-        if not isinstance(chunk, dict):
-            raise _BadField("the data is not a JSON object")
-        if chunk.get("error") is not None:
-            raise self._provider_error(chunk["error"], chunk)
-        usage = self._read_usage(chunk)
-        items: list[Item] = []
-        finish: FinishReason | None = None
-        choice = self._first_choice(chunk)
-        if choice is not None:
-            delta = _get(choice, "delta", dict) or {}
-            self._read_reasoning(delta, items)
-            for field in ("content", "refusal"):
-                text = _get(delta, field, str)
-                if text:
-                    items.append(TextDelta(text, {"item_id": field}))
-            for fragment in _get(delta, "tool_calls", list) or ():
-                call = self._tool_call(fragment, sse)
-                if call is not None:
-                    items.append(call)
-            reason = _get(choice, "finish_reason", str)
-            if reason:
-                finish = FINISH_REASONS.get(reason, FinishReason.UNKNOWN)
-        if finish is None and usage is None:
-            return UniEvent("delta", tuple(items))
-        return UniEvent("stop", tuple(items), usage, finish)
-
-    # -- chunk parts ---------------------------------------------------------------------
-
-    def _first_choice(self, chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """Return the choice with index 0 (missing index counts as 0), or ``None`` (08 D36)."""
-        for choice in _get(chunk, "choices", list) or ():
-            if not isinstance(choice, dict):
-                raise _BadField("a choice is not a JSON object")
-            if _get(choice, "index", int) in (0, None):
-                return choice
-        return None
-
-    def _read_reasoning(self, delta: Mapping[str, Any], items: list[Item]) -> None:
-        """Append the thinking of one delta, counted once (spec 06 §3 step 1)."""
-        blocks = _get(delta, "reasoning_details", list)
-        if blocks:
-            for block in blocks:
-                if not isinstance(block, dict):
-                    raise _BadField("a reasoning_details block is not a JSON object")
-                items.append(self._details_block(block))
-            return
-        content = _get(delta, "reasoning_content", str)
-        reasoning = _get(delta, "reasoning", str)
-        if content and reasoning:
-            # Both spellings: which one the server wants back is unknown (no reasoning_field).
-            fidelity: dict[str, str] = {"item_id": "reasoning_content"}
-        elif content:
-            fidelity = {"item_id": "reasoning_content", "reasoning_field": "reasoning_content"}
-        elif reasoning:
-            fidelity = {"item_id": "reasoning", "reasoning_field": "reasoning"}
-        else:
-            return
-        items.append(ThinkingDelta(content or reasoning or "", fidelity))
-
-    def _details_block(self, block: Mapping[str, Any]) -> ThinkingDelta:
-        n = self._encrypted_blocks
-        fidelity: dict[str, Any] = {
-            "item_id": f"reasoning_details/{n}" if n else "reasoning_details"
-        }
-        text = _get(block, "summary", str) or _get(block, "text", str) or ""
-        if _get(block, "type", str) == ENCRYPTED_BLOCK:
-            fidelity["encrypted_content"] = _get(block, "data", str) or ""
-            for wire_key, key in (("format", "format"), ("id", "reasoning_id")):
-                value = _get(block, wire_key, str)
-                if value is not None:
-                    fidelity[key] = value
-            self._encrypted_blocks += 1
-        return ThinkingDelta(text, fidelity)
-
-    def _tool_call(self, fragment: Any, sse: SSEEvent) -> ToolCallDelta | None:
-        """Turn one ``tool_calls`` entry into a fragment, starting calls per 08 D6.
-
-        A fragment that would begin a call but names no function is out of place (08 D45):
-        skipped (``None``), or ``UnknownEventError`` in strict mode.
-        """
-        if not isinstance(fragment, dict):
-            raise _BadField("a tool call is not a JSON object")
-        function = _get(fragment, "function", dict) or {}
-        name = _get(function, "name", str) or ""
-        arguments = _get(function, "arguments", str) or ""
-        index = _get(fragment, "index", int)
-        wire_id = _get(fragment, "id", str) or None
-        if index is None and wire_id is None:
-            begins = bool(name) or not self._call_open
-        else:
-            begins = (
-                not self._call_open
-                or (None not in (index, self._call_index) and index != self._call_index)
-                or (wire_id is not None and wire_id != self._call_wire_id)
-            )
-        if not begins:
-            return ToolCallDelta("", "", arguments, {"item_id": "tool_calls"})
-        if not name:
-            if self._strict:
-                raise UnknownEventError(self._client, sse.data, detail="a tool call without a name")
-            return None
-        self._call_open = True
-        self._call_index = index
-        self._call_wire_id = wire_id
-        call_id = wire_id or f"call_{self._calls}"
-        self._calls += 1
-        return ToolCallDelta(name, call_id, arguments, {"item_id": "tool_calls"})
-
-    def _read_usage(self, chunk: Mapping[str, Any]) -> UsageMetadata | None:
-        """Read a chunk's usage (spec 06 §3) and merge it into the running total."""
-        raw = _get(chunk, "usage", dict)
-        if raw is None:
-            groq = chunk.get("x_groq")
-            raw = _get(groq, "usage", dict) if isinstance(groq, dict) else None
-        if raw is None:
-            return None
-        prompt = _get(raw, "prompt_tokens", int)
-        completion = _get(raw, "completion_tokens", int)
-        cached = _get(_get(raw, "prompt_tokens_details", dict) or {}, "cached_tokens", int)
-        thoughts = _get(_get(raw, "completion_tokens_details", dict) or {}, "reasoning_tokens", int)
-        if prompt is not None and cached is not None:
-            prompt -= cached
-        if completion is not None and thoughts is not None:
-            completion -= thoughts
-            if self._openrouter and completion < 0:
-                completion += thoughts
-        usage = UsageMetadata(cached, prompt, thoughts, completion)
-        self._usage = usage if self._usage is None else self._usage.merge(usage)
+        usage = read_usage(chunk, openrouter=self._openrouter)
+        if usage is not None:
+            self._usage = usage if self._usage is None else self._usage.merge(usage)
         return usage
 
-    def _provider_error(self, error: Any, body: Mapping[str, Any]) -> ProviderStreamError:
+    def provider_error(self, error: Any, body: Mapping[str, Any], text: str) -> ProviderStreamError:
         """Build the error for an in-stream error (08 D4, D36).
 
-        The usage of the body that carries it is merged first, so the error carries the usage
-        so far. The provider said the stream failed, so odd field types never turn this into
-        a ``MalformedEventError``: unreadable parts are left out or passed on as JSON text.
+        The usage of ``body``, the object that carries the error, is merged first, so the
+        error carries the usage so far. The provider said the stream failed, so odd field
+        types never turn this into a ``MalformedEventError``: a ``code`` or ``type`` of
+        another type is left out, a message that is not a string is passed on as JSON text
+        (``text``, the event's data, when it is nested too deeply to write again).
         """
-        with contextlib.suppress(_BadField):  # the error matters more than a bad count
-            self._read_usage(body)
-        if not isinstance(error, dict):
+        with contextlib.suppress(BadField):  # the error matters more than a bad count
+            self.merge_usage(body)
+        if type(error) is not dict:
             return ProviderStreamError(
-                self._client, provider_message=_text(error), usage_metadata=self._usage
+                self.client, provider_message=_message(error, text), usage_metadata=self._usage
             )
         code = error.get("code")
         error_type = error.get("type")
+        message = error.get("message")
         return ProviderStreamError(
-            self._client,
-            code if isinstance(code, int | str) and not isinstance(code, bool) else None,
-            error_type if isinstance(error_type, str) else None,
-            None if error.get("message") is None else _text(error["message"]),
+            self.client,
+            code if type(code) in (int, str) else None,
+            error_type if type(error_type) is str else None,
+            None if message is None else _message(message, text),
             usage_metadata=self._usage,
         )
-
-
-_EMPTY: Final = UniEvent("delta")
-
-_Handler = Callable[[ChatMachine, SSEEvent], UniEvent]
-
-#: The transition table: (state, wire event name) -> handler. See the module docstring.
-_TABLE: Final[Mapping[tuple[_State, str], _Handler]] = {
-    (_State.STREAMING, "chunk"): ChatMachine._on_chunk,
-    (_State.STREAMING, "[DONE]"): ChatMachine._on_done,
-    (_State.STREAMING, "error"): ChatMachine._on_error_frame,
-    (_State.STREAMING, "unknown"): ChatMachine._on_unknown,
-    (_State.DONE, "chunk"): ChatMachine._on_unknown,
-    (_State.DONE, "[DONE]"): ChatMachine._on_unknown,
-    (_State.DONE, "error"): ChatMachine._on_unknown,
-    (_State.DONE, "unknown"): ChatMachine._on_unknown,
-}
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _wire_name(sse: SSEEvent) -> str:
-    if sse.event == "message":
-        return "[DONE]" if sse.data.strip() == "[DONE]" else "chunk"
-    return "error" if sse.event == "error" else "unknown"
-
-
-class _BadField(Exception):
-    """A known chunk field has the wrong JSON type; ``next_events`` reports it."""
-
-
-_JSON_NAMES: Final[Mapping[type, str]] = {
-    str: "string",
-    int: "integer",
-    dict: "object",
-    list: "array",
-}
-
-
-def _get(obj: Mapping[str, Any], key: str, kind: type[_T]) -> _T | None:
-    """Return ``obj[key]`` when it is a ``kind``; ``None`` when absent or null.
-
-    Raises:
-        _BadField: the value has another JSON type (a bool is not an integer).
-    """
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
-    raise _BadField(f"{key!r} is not a JSON {_JSON_NAMES[kind]}")
-
-
-def new_machine(client: str, *, strict: bool, base_url: str | None) -> ChatMachine:
-    """Build the machine for one Chat Completions response (``adapters._spec.NewMachine``)."""
-    return ChatMachine(client, strict=strict, base_url=base_url)

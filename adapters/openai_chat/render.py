@@ -43,6 +43,8 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
+from .usage import usage_json
+
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render"]
 
 #: Characters per fragment when the caller picks none: about one token, as servers stream.
@@ -104,7 +106,7 @@ def render(
                 "created": 0,
                 "model": model,
                 "choices": [],
-                "usage": _usage(usage),
+                "usage": usage_json(usage),
             },
         )
     )
@@ -171,28 +173,6 @@ def _encrypted_block(encrypted: Mapping[str, Any]) -> _JSON:
 def _reasoning_field(fidelity: Mapping[str, Any] | None) -> str | None:
     field = (fidelity or {}).get("reasoning_field")
     return field if field in _FIELDS else None
-
-
-def _usage(usage: UsageMetadata) -> _JSON:
-    """Write usage so that spec 06 §3's reading gives back the same four counts."""
-    cached, prompt, thoughts, response = (
-        usage.cached_tokens,
-        usage.prompt_tokens,
-        usage.thoughts_tokens,
-        usage.response_tokens,
-    )
-    prompt_total = None if prompt is None else prompt + (cached or 0)
-    completion_total = None if response is None else response + (thoughts or 0)
-    body: _JSON = {
-        "prompt_tokens": prompt_total,
-        "completion_tokens": completion_total,
-        "total_tokens": (prompt_total or 0) + (completion_total or 0),
-    }
-    if cached is not None:
-        body["prompt_tokens_details"] = {"cached_tokens": cached}
-    if thoughts is not None:
-        body["completion_tokens_details"] = {"reasoning_tokens": thoughts}
-    return body
 
 
 def normalize(

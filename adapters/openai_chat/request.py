@@ -1,29 +1,32 @@
 """Chat Completions requests: config mapping and message conversion (spec 04 §4, 05 §2, §4.3, §5).
 
-Four client types speak Chat Completions; they differ only in how the config is mapped and in
-three message-conversion switches, so each is one ``_Dialect`` row of ``DIALECTS``:
+Every Chat client type builds its body the same way; what differs is data of its
+``ChatProfile`` (``profiles.py``): the body field names, what the endpoint refuses, and per
+generation of models (rows matched on the lower-cased id, first match wins; the id is sent
+exactly as given, 05 §1, 08 D9) how a thinking level is sent. ``thinking_level`` never
+raises.
 
-* ``openai-chat`` (also the protocol name as a source) sends no thinking level (05 §2.8);
-* ``openai-chat-vllm-adapter`` adds the chat-template thinking switch of its profile table;
-* ``zai-official`` (GLM) and ``moonshot-official`` (Kimi) map levels through their own tables
-  (05 §2.4, §2.5) and reject what their endpoints reject (05 §4.3).
+The config is mapped first, so its errors come first (02 §8), then the messages are walked
+with ``adapters._build.walk_messages`` and this module's converters, and the converted pieces
+are assembled into Chat messages: each tool result becomes its own ``tool`` message before
+the message that carries it, whose content gets the result's images; thinking is not a
+content part but the message's ``reasoning_content``/``reasoning`` field (05 §5).
 
-Generation rows match explicit version tokens on the lower-cased model id, first match wins;
-the id is sent exactly as given (05 §1, 08 D9). ``thinking_level`` never raises.
-
-The builder is pure and never fetches (08 D37): for openai-chat and moonshot the I/O layer
-replaces http(s) image URLs with data URIs before calling it. A URL that still arrives here is
-sent as a URL, unmeasured. Data URIs are only decoded where their size matters (the GPT-5.6
-``detail`` rule); a malformed one raises ``InvalidMessageError(item_type="image_url")`` there.
+The builder is pure and never fetches (08 D37): for clients whose row inlines remote images
+the I/O layer replaces http(s) image URLs with data URIs before calling it. A URL that still
+arrives here is sent as a URL, unmeasured. Data URIs are only decoded where their size matters
+(the GPT-5.6 ``detail`` rule); a malformed one raises ``InvalidMessageError(item_type=
+"image_url")`` there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar, final
+from collections.abc import Sequence
+from typing import Any, Final, final
 
 import attrs
 
+from adapters._build import Converters, MessageContext, WalkedMessage, walk_messages
 from adapters._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from adapters._media import needs_high_detail
 from mmsp_core.errors import (
@@ -34,7 +37,7 @@ from mmsp_core.errors import (
 )
 from mmsp_core.model import (
     ImageUrlDone,
-    PromptCaching,
+    Item,
     TextDone,
     ThinkingDone,
     ThinkingLevel,
@@ -45,136 +48,72 @@ from mmsp_core.model import (
 )
 from mmsp_core.request import HTTPRequest, encode_json_body
 
-__all__ = ["DIALECTS", "HEADERS", "PATH", "build_request", "check_config"]
+from .profiles import ChatGeneration, ChatProfile
+
+__all__ = ["HEADERS", "PATH", "build_request", "check_config"]
 
 PATH: Final = "/chat/completions"
 HEADERS: Final = (("content-type", "application/json"), ("accept", "text/event-stream"))
+PROTOCOL_LABEL: Final = "Chat Completions"
 
-OPENAI_CHAT: Final = "openai-chat"
-VLLM: Final = "openai-chat-vllm-adapter"
-ZAI: Final = "zai-official"
-MOONSHOT: Final = "moonshot-official"
-
-_L = ThinkingLevel
-_T = TypeVar("_T")
-_LEVELS: Final = tuple(ThinkingLevel)
 JSON = dict[str, Any]
 
 # --------------------------------------------------------------------------------------------
-# Thinking-level tables (05 §2), one row per generation, every level spelled out.
-# --------------------------------------------------------------------------------------------
-
-_GLM_ON: Final[JSON] = {"type": "enabled", "clear_thinking": False}
-_GLM_OFF: Final[JSON] = {"type": "disabled"}
-
-#: zai-official (05 §2.4): level -> (extra ``thinking``, ``reasoning_effort`` or None).
-_ZAI_GLM_5_3: Final[Mapping[ThinkingLevel, tuple[JSON, str | None]]] = {
-    _L.NONE: (_GLM_ON, "low"),  # GLM-5.3 always thinks: none runs at the lowest effort
-    _L.LOW: (_GLM_ON, "low"),
-    _L.MEDIUM: (_GLM_ON, "high"),
-    _L.HIGH: (_GLM_ON, "high"),
-    _L.XHIGH: (_GLM_ON, "max"),
-    _L.MAX: (_GLM_ON, "max"),
-}
-_ZAI_EARLIER: Final[Mapping[ThinkingLevel, tuple[JSON, str | None]]] = {
-    _L.NONE: (_GLM_OFF, None),
-    _L.LOW: (_GLM_ON, "low"),
-    _L.MEDIUM: (_GLM_ON, "medium"),
-    _L.HIGH: (_GLM_ON, "high"),
-    _L.XHIGH: (_GLM_ON, "xhigh"),
-    _L.MAX: (_GLM_ON, "max"),
-}
-_ZAI_ROWS: Final = (("glm-5.3", _ZAI_GLM_5_3),)
-
-#: moonshot-official (05 §2.5). K3 series: ``reasoning_effort``; K2 (``k2.``): extra ``thinking``.
-_KIMI_K3_EFFORT: Final[Mapping[ThinkingLevel, str]] = {
-    _L.NONE: "none",
-    _L.LOW: "low",
-    _L.MEDIUM: "high",
-    _L.HIGH: "high",
-    _L.XHIGH: "max",
-    _L.MAX: "max",
-}
-_KIMI_K2_ON: Final[JSON] = {"type": "enabled", "keep": "all"}
-_KIMI_K2_THINKING: Final[Mapping[ThinkingLevel, JSON]] = {
-    _L.NONE: {"type": "disabled"},
-    _L.LOW: _KIMI_K2_ON,
-    _L.MEDIUM: _KIMI_K2_ON,
-    _L.HIGH: _KIMI_K2_ON,
-    _L.XHIGH: _KIMI_K2_ON,
-    _L.MAX: _KIMI_K2_ON,
-}
-_KIMI_K2_TOKEN: Final = "k2."
-
-#: openai-chat-vllm-adapter (05 §2.8): ``chat_template_kwargs`` per profile; None = absent.
-_P0_QWEN3: Final[Mapping[ThinkingLevel, JSON | None]] = {
-    _L.NONE: {"enable_thinking": False},
-    **{level: {"enable_thinking": True} for level in _LEVELS[1:]},
-}
-_P1_QWEN3_8: Final[Mapping[ThinkingLevel, JSON | None]] = {
-    _L.NONE: {"enable_thinking": False},
-    _L.LOW: {"reasoning_effort": "low"},
-    _L.MEDIUM: {"reasoning_effort": "medium"},
-    _L.HIGH: {"reasoning_effort": "xhigh"},
-    _L.XHIGH: {"reasoning_effort": "xhigh"},
-    _L.MAX: {"reasoning_effort": "xhigh"},
-}
-_P2_DEEPSEEK_V4: Final[Mapping[ThinkingLevel, JSON | None]] = {
-    _L.NONE: None,
-    _L.LOW: {"thinking": True, "reasoning_effort": "high"},
-    _L.MEDIUM: {"thinking": True, "reasoning_effort": "high"},
-    _L.HIGH: {"thinking": True, "reasoning_effort": "high"},
-    _L.XHIGH: {"thinking": True, "reasoning_effort": "high"},
-    _L.MAX: {"thinking": True, "reasoning_effort": "max"},
-}
-_P3_DEEPSEEK_V4_VISION: Final[Mapping[ThinkingLevel, JSON | None]] = {
-    _L.NONE: None,
-    _L.LOW: {"thinking": True, "reasoning_effort": "low"},
-    _L.MEDIUM: {"thinking": True, "reasoning_effort": "high"},
-    _L.HIGH: {"thinking": True, "reasoning_effort": "high"},
-    _L.XHIGH: {"thinking": True, "reasoning_effort": "high"},
-    _L.MAX: {"thinking": True, "reasoning_effort": "max"},
-}
-#: First lower-cased substring match wins; no match -> the Qwen3 switch (P0).
-_VLLM_PROFILES: Final = (
-    ("qwen3.8-flash-next", _P1_QWEN3_8),
-    ("qwen3.8-27b", _P1_QWEN3_8),
-    ("qwen3.6-35b-a3b", _P0_QWEN3),
-    ("qwen3.5-0.8b", _P0_QWEN3),
-    ("qwen3.5-9b", _P0_QWEN3),
-    ("deepseek-v4-flash-vision-exp", _P3_DEEPSEEK_V4_VISION),
-    ("deepseek-v4-pro", _P2_DEEPSEEK_V4),
-    ("deepseek-v4-flash", _P2_DEEPSEEK_V4),
-)
-
-#: The only GLM that reads images (05 §5).
-_GLM_IMAGES: Final = "glm-5.3-flash"
-#: Ids that get ``detail: "high"`` on oversized images (05 §1, §5).
-_GPT_5_6: Final = "gpt-5.6"
-
-
-def _first_row(key: str, rows: Sequence[tuple[str, _T]], default: _T) -> _T:
-    """Return the table of the first row whose token ``key`` contains, else ``default``."""
-    return next((table for token, table in rows if token in key), default)
-
-
-# --------------------------------------------------------------------------------------------
-# Config mapping (05 §4.3): each function returns the body fields after model and messages.
+# Config mapping (05 §4.3)
 # --------------------------------------------------------------------------------------------
 
 
-def _openai_chat_config(client: str, model: str, config: UniConfig) -> JSON:
-    """openai-chat and the vLLM adapter (05 §4.3, §2.8).
+def _check(client: str, profile: ChatProfile, model: str, generation: ChatGeneration,
+           config: UniConfig) -> None:
+    """Refuse what the profile says the endpoint refuses, in the order of 05 §4.3.
 
     Raises:
-        UnsupportedParameterError: ``prompt_caching`` other than ``enable``; an empty
-            ``tool_choice`` list (08 D10).
+        UnsupportedParameterError: a ``temperature`` other than the only one accepted; an
+            empty ``tool_choice`` list (08 D10) or a tool choice the generation refuses; a
+            ``prompt_caching`` value it refuses; ``fast_mode`` without a fast mode.
     """
+    only = profile.only_temperature
+    if only is not None and config.temperature is not None and config.temperature != only:
+        raise UnsupportedParameterError(
+            client, "temperature", detail=profile.temperature_detail.format(
+                client=client, temperature=only
+            )
+        )
     check_tool_choice_list(client, config)
-    _only_default_caching(client, config)
-    fields = _stream_fields(include_usage=True)
-    _put(fields, "max_completion_tokens", config.max_tokens)
-    _put(fields, "temperature", config.temperature)
+    accepted = generation.tool_choices
+    if accepted is not None and config.tool_choice is not None and (
+        config.tool_choice not in accepted
+    ):
+        raise UnsupportedParameterError(
+            client, "tool_choice", detail=profile.tool_choice_detail.format(
+                client=client, accepted=", ".join(accepted)
+            )
+        )
+    caching = config.prompt_caching
+    if caching is not None and caching not in generation.caching:
+        raise UnsupportedParameterError(
+            client, "prompt_caching", detail=profile.caching_detail.format(
+                client=client, model=model, caching=caching
+            )
+        )
+    if config.fast_mode and profile.fast_mode is None:
+        raise UnsupportedParameterError(client, "fast_mode", detail=f"{client} has no fast mode")
+
+
+def _config_fields(client: str, profile: ChatProfile, model: str, config: UniConfig) -> JSON:
+    """Return the body fields after ``model`` and ``messages`` (05 §4.3, §2).
+
+    Raises:
+        UnsupportedParameterError: see ``_check``.
+    """
+    generation = profile.generation(model_key(model))
+    _check(client, profile, model, generation, config)
+    fields: JSON = {"stream": True}
+    if profile.include_usage:
+        fields["stream_options"] = {"include_usage": True}
+    _put(fields, profile.max_tokens_field, config.max_tokens)
+    if profile.only_temperature is None:
+        _put(fields, "temperature", config.temperature)
     _put_tools(fields, config)
     if isinstance(config.tool_choice, tuple):
         fields["tool_choice"] = {
@@ -188,81 +127,16 @@ def _openai_chat_config(client: str, model: str, config: UniConfig) -> JSON:
         }
     else:
         _put(fields, "tool_choice", config.tool_choice)
-    if config.fast_mode:
-        fields["service_tier"] = "priority"
-    if client == VLLM and config.thinking_level is not None:
-        profile = _first_row(model_key(model), _VLLM_PROFILES, _P0_QWEN3)
-        _put(fields, "chat_template_kwargs", profile[ThinkingLevel(config.thinking_level)])
-    return fields
-
-
-def _zai_config(client: str, model: str, config: UniConfig) -> JSON:
-    """zai-official (05 §4.3, §2.4).
-
-    Raises:
-        UnsupportedParameterError: ``tool_choice`` other than ``"auto"``, ``prompt_caching``
-            other than ``enable``, ``fast_mode``.
-    """
-    check_tool_choice_list(client, config)
-    if config.tool_choice is not None and config.tool_choice != "auto":
-        raise UnsupportedParameterError(client, "tool_choice", detail="GLM accepts only 'auto'")
-    _only_default_caching(client, config)
-    _no_fast_mode(client, config)
-    fields = _stream_fields(include_usage=False)  # GLM sends usage unasked (08 D36)
-    _put(fields, "max_tokens", config.max_tokens)
-    _put(fields, "temperature", config.temperature)
-    _put_tools(fields, config)
-    _put(fields, "tool_choice", config.tool_choice)
-    if config.thinking_level is not None:
-        table = _first_row(model_key(model), _ZAI_ROWS, _ZAI_EARLIER)
-        thinking, effort = table[ThinkingLevel(config.thinking_level)]
-        _put(fields, "reasoning_effort", effort)
-        fields["thinking"] = thinking
-    fields["tool_stream"] = True
-    return fields
-
-
-def _moonshot_config(client: str, model: str, config: UniConfig) -> JSON:
-    """moonshot-official (05 §4.3, §2.5): K2 (``k2.``) or the K3 series.
-
-    Raises:
-        UnsupportedParameterError: ``temperature`` other than 1.0; ``tool_choice`` lists, or
-            ``"required"`` on K2; ``prompt_caching`` ``disable`` (and ``enhance`` on K2);
-            ``fast_mode``.
-    """
-    k2 = _KIMI_K2_TOKEN in model_key(model)
-    if config.temperature is not None and config.temperature != 1.0:
-        raise UnsupportedParameterError(client, "temperature", detail="Kimi accepts only 1.0")
-    check_tool_choice_list(client, config)
-    accepted = ("auto", "none") if k2 else ("auto", "none", "required")
-    if config.tool_choice is not None and config.tool_choice not in accepted:
-        raise UnsupportedParameterError(
-            client, "tool_choice", detail=f"this Kimi model accepts only {', '.join(accepted)}"
-        )
-    caching = config.prompt_caching
-    if caching == PromptCaching.DISABLE or (k2 and caching == PromptCaching.ENHANCE):
-        raise UnsupportedParameterError(client, "prompt_caching", detail=f"{caching} on {model}")
-    _no_fast_mode(client, config)
-    fields = _stream_fields(include_usage=True)
-    _put(fields, "max_completion_tokens", config.max_tokens)
-    _put_tools(fields, config)
-    _put(fields, "tool_choice", config.tool_choice)
-    level = None if config.thinking_level is None else ThinkingLevel(config.thinking_level)
-    if level is not None and not k2:
-        fields["reasoning_effort"] = _KIMI_K3_EFFORT[level]
-    if level is not None and k2:
-        fields["thinking"] = _KIMI_K2_THINKING[level]
-    if caching == PromptCaching.ENHANCE:
-        fields["prompt_cache_options"] = {"mode": "implicit", "ttl": "1h"}
-    if k2:
+    if config.fast_mode and profile.fast_mode is not None:
+        fields.update(profile.fast_mode)
+    if config.thinking_level is not None and generation.thinking is not None:
+        fields.update(generation.thinking[ThinkingLevel(config.thinking_level)])
+    if config.prompt_caching is not None:
+        fields.update(generation.caching[config.prompt_caching])
+    if generation.trace_id_as_cache_key:
         _put(fields, "prompt_cache_key", config.trace_id)
-    return fields
-
-
-def _stream_fields(*, include_usage: bool) -> JSON:
-    fields: JSON = {"stream": True}
-    if include_usage:
-        fields["stream_options"] = {"include_usage": True}
+    if profile.tool_stream:
+        fields["tool_stream"] = True
     return fields
 
 
@@ -282,18 +156,6 @@ def _put_tools(fields: JSON, config: UniConfig) -> None:
     fields["tools"] = tools
 
 
-def _only_default_caching(client: str, config: UniConfig) -> None:
-    if config.prompt_caching not in (None, PromptCaching.ENABLE):
-        raise UnsupportedParameterError(
-            client, "prompt_caching", detail=f"{client} accepts only 'enable'"
-        )
-
-
-def _no_fast_mode(client: str, config: UniConfig) -> None:
-    if config.fast_mode:
-        raise UnsupportedParameterError(client, "fast_mode", detail=f"{client} has no fast mode")
-
-
 # --------------------------------------------------------------------------------------------
 # Message conversion (05 §5)
 # --------------------------------------------------------------------------------------------
@@ -305,101 +167,138 @@ _FIELDS: Final = ("reasoning_content", "reasoning")
 
 @final
 @attrs.frozen
-class _Dialect:
-    """What one client type does differently (see the module docstring)."""
+class _Piece:
+    """What one item adds to its Chat message."""
 
-    config: Callable[[str, str, UniConfig], JSON]
-    #: Whether the model (lower-cased id) reads images.
-    images: Callable[[str], bool]
-    #: The GPT-5.6 ``detail: "high"`` rule (openai-chat and the vLLM adapter).
-    image_detail: bool
-    #: openai-chat extras: empty reasoning fields on later tool-call turns, and gateway
-    #: encrypted ``reasoning_details`` replayed.
-    gateway_replay: bool
+    #: Content parts (text, image_url), in order.
+    content: tuple[JSON, ...] = ()
+    tool_call: JSON | None = None
+    #: A ``tool`` message, sent before the message that carries the result.
+    tool_message: JSON | None = None
 
 
-def _always(key: str) -> bool:
-    return True
+@final
+@attrs.frozen
+class _Images:
+    """How one request sends images: the model's generation and the GPT-5.6 rule."""
+
+    client: str
+    #: The model reads images.
+    readable: bool
+    #: The GPT-5.6 ``detail: "high"`` rule applies to this model (05 §5).
+    measured: bool
+
+    def part(self, url: str, item_type: str, index: int) -> JSON:
+        """Build an ``image_url`` part, with ``detail: "high"`` where the rule needs it.
+
+        Raises:
+            UnsupportedContentError: the model reads no images (``item_type`` says where the
+                image was: ``"image_url"`` or ``"tool_result"``).
+            InvalidMessageError: a malformed data URI that had to be measured.
+        """
+        if not self.readable:
+            raise UnsupportedContentError(
+                self.client, item_type, detail="this model reads no images"
+            )
+        image: JSON = {"url": url}
+        if self.measured:
+            parsed = parse_data_uri(self.client, url, index)
+            if parsed is not None and needs_high_detail(parsed[1]):
+                image["detail"] = "high"
+        return {"type": "image_url", "image_url": image}
+
+    def image_url(self, context: MessageContext, item: Item) -> _Piece:
+        assert isinstance(item, ImageUrlDone)
+        return _Piece(content=(self.part(item.image_url, "image_url", context.index),))
+
+    def tool_result(self, context: MessageContext, item: Item) -> _Piece:
+        """A ``tool`` message, and the result's images for the carrying message.
+
+        Raises:
+            InvalidMessageError: the result has no ``tool_call_id`` (05 §5).
+        """
+        assert isinstance(item, ToolResultDone)
+        if not item.tool_call_id:
+            raise InvalidMessageError(
+                context.client, "tool_result", context.index, detail="a tool result needs its id"
+            )
+        images = tuple(self.part(url, "tool_result", context.index) for url in item.images or ())
+        message = {"role": "tool", "tool_call_id": item.tool_call_id, "content": item.text}
+        return _Piece(content=images, tool_message=message)
 
 
-def _glm_reads_images(key: str) -> bool:
-    return _GLM_IMAGES in key
+def _text(context: MessageContext, item: Item) -> _Piece:
+    assert isinstance(item, TextDone)
+    return _Piece(content=({"type": "text", "text": item.text},))
 
 
-DIALECTS: Final[Mapping[str, _Dialect]] = {
-    OPENAI_CHAT: _Dialect(_openai_chat_config, _always, image_detail=True, gateway_replay=True),
-    VLLM: _Dialect(_openai_chat_config, _always, image_detail=True, gateway_replay=True),
-    ZAI: _Dialect(_zai_config, _glm_reads_images, image_detail=False, gateway_replay=False),
-    MOONSHOT: _Dialect(_moonshot_config, _always, image_detail=False, gateway_replay=False),
-}
+def _tool_call(context: MessageContext, item: Item) -> _Piece:
+    assert isinstance(item, ToolCallDone)
+    return _Piece(
+        tool_call={
+            "id": item.tool_call_id,
+            "type": "function",
+            "function": {"name": item.name, "arguments": arguments_json(item.arguments)},
+        }
+    )
+
+
+def _reasoning_field_item(context: MessageContext, item: Item) -> None:
+    """Thinking is no content part: ``_Assembler`` writes it into the message's fields."""
+    return None
+
+
+def _converters(images: _Images) -> Converters[_Piece]:
+    return {
+        TextDone: _text,
+        ImageUrlDone: images.image_url,
+        ThinkingDone: _reasoning_field_item,
+        ToolCallDone: _tool_call,
+        ToolResultDone: images.tool_result,
+    }
 
 
 @attrs.define
-class _Converter:
-    """Converts one request's messages; ``replay_fields`` spans the whole conversation."""
+class _Assembler:
+    """Turns walked messages into Chat messages; ``replay_fields`` spans the conversation."""
 
-    client: str
-    dialect: _Dialect
-    key: str
+    profile: ChatProfile
     replay_fields: set[str | None] = attrs.field(factory=set)
 
-    def message(self, index: int, message: UniMessage, out: list[JSON]) -> None:
-        """Append the Chat messages of one UniMessage: its tool messages, then itself.
-
-        Raises:
-            InvalidMessageError: see ``build_request``.
-            UnsupportedContentError: from ``image``.
-        """
-        parts: list[JSON] = []
+    def message(self, walked: WalkedMessage[_Piece], out: list[JSON]) -> None:
+        """Append the Chat messages of one walked message: its tool messages, then itself
+        (none when it carried only tool results)."""
+        content: list[JSON] = []
         calls: list[JSON] = []
+        for piece in walked.parts:
+            if piece.tool_message is not None:
+                out.append(piece.tool_message)
+            content.extend(piece.content)
+            if piece.tool_call is not None:
+                calls.append(piece.tool_call)
         thinking: list[str] = []
         fields: set[str | None] = set()
         details: list[Any] = []
-        tool_messages = 0
-        for item in message.content_items:
-            if isinstance(item, TextDone):
-                parts.append({"type": "text", "text": item.text})
-            elif isinstance(item, ImageUrlDone):
-                parts.append(self.image(item.image_url, "image_url", index))
-            elif isinstance(item, ThinkingDone):
+        for item in walked.message.content_items:
+            if isinstance(item, ThinkingDone):
                 field = _reasoning_field(item)
                 thinking.append(item.thinking)
                 fields.add(field)
                 if item.thinking:
                     self.replay_fields.add(field)
-                if self.dialect.gateway_replay:
+                if self.profile.replays_reasoning_details:
                     details.extend(_encrypted_details(item))
-            elif isinstance(item, ToolCallDone):
-                calls.append(_tool_call(item))
-            elif isinstance(item, ToolResultDone):
-                if not item.tool_call_id:
-                    raise InvalidMessageError(
-                        self.client, "tool_result", index, detail="a tool result needs its id"
-                    )
-                out.append(
-                    {"role": "tool", "tool_call_id": item.tool_call_id, "content": item.text}
-                )
-                tool_messages += 1
-                parts.extend(self.image(url, "tool_result", index) for url in item.images or ())
-            else:
-                raise InvalidMessageError(
-                    self.client, item.type.partition(".")[0], index, detail="not sendable on Chat"
-                )
-        if not parts and not calls:
-            if tool_messages:
-                return
-            raise InvalidMessageError(
-                self.client, None, index, detail=f"message {index} has nothing Chat can send"
-            )
-        chat: JSON = {"role": message.role}
-        if parts:
-            chat["content"] = parts
+        if not content and not calls:
+            return
+        chat: JSON = {"role": walked.message.role}
+        if content:
+            chat["content"] = content
         if calls:
             chat["tool_calls"] = calls
         text = "".join(thinking)
         if text:
             names = _field_names(fields)
-        elif calls and self.dialect.gateway_replay and self.replay_fields:
+        elif calls and self.profile.empty_reasoning_on_tool_turns and self.replay_fields:
             names = _field_names(self.replay_fields)  # DeepSeek-style servers demand it
         else:
             names = ()
@@ -408,25 +307,6 @@ class _Converter:
         if details:
             chat["reasoning_details"] = details
         out.append(chat)
-
-    def image(self, url: str, item_type: str, index: int) -> JSON:
-        """Build an ``image_url`` part, with ``detail: "high"`` where GPT-5.6 needs it (05 §5).
-
-        Raises:
-            UnsupportedContentError: the model reads no images (``item_type`` says where the
-                image was: ``"image_url"`` or ``"tool_result"``).
-            InvalidMessageError: a malformed data URI that had to be measured.
-        """
-        if not self.dialect.images(self.key):
-            raise UnsupportedContentError(
-                self.client, item_type, detail="this model reads no images"
-            )
-        image: JSON = {"url": url}
-        if self.dialect.image_detail and _GPT_5_6 in self.key:
-            parsed = parse_data_uri(self.client, url, index)
-            if parsed is not None and needs_high_detail(parsed[1]):
-                image["detail"] = "high"
-        return {"type": "image_url", "image_url": image}
 
 
 def _reasoning_field(item: ThinkingDone) -> str | None:
@@ -458,38 +338,34 @@ def _encrypted_details(item: ThinkingDone) -> list[Any]:
     return blocks
 
 
-def _tool_call(item: ToolCallDone) -> JSON:
-    return {
-        "id": item.tool_call_id,
-        "type": "function",
-        "function": {"name": item.name, "arguments": arguments_json(item.arguments)},
-    }
-
-
 # --------------------------------------------------------------------------------------------
 # Entry points (adapters._spec.BuildRequest, CheckConfig)
 # --------------------------------------------------------------------------------------------
 
 
-def _dialect(client: str, model: str) -> _Dialect:
-    try:
-        return DIALECTS[client]
-    except KeyError:
-        raise RoutingError(model, client, detail="not a Chat Completions client type") from None
+def _chat_profile(client: str, profile: Any, model: str) -> ChatProfile:
+    """The client row's profile.
+
+    Raises:
+        RoutingError: the row has no ``ChatProfile``, so it is no Chat Completions client.
+    """
+    if not isinstance(profile, ChatProfile):
+        raise RoutingError(model, client, detail="not a Chat Completions client type")
+    return profile
 
 
-def check_config(client: str, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
         UnsupportedParameterError: a value the client cannot send for this model (05 §4.3).
-        RoutingError: ``client`` is not a Chat Completions client type.
+        RoutingError: the client row has no ``ChatProfile``.
     """
-    _dialect(client, model).config(client, model, config)
+    _config_fields(client, _chat_profile(client, profile, model), model, config)
 
 
 def build_request(
-    client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
 ) -> HTTPRequest:
     """Build the ``POST /chat/completions`` request (spec 04 §4); headers carry no key.
 
@@ -497,19 +373,28 @@ def build_request(
 
     Raises:
         UnsupportedParameterError: see ``check_config``.
-        InvalidMessageError: an item Chat cannot carry, a tool result without its id, a
-            malformed data URI measured for the GPT-5.6 rule, or a message with nothing
-            sendable (``message_index``) (05 §5).
-        UnsupportedContentError: an image for a model that reads none (zai except
-            glm-5.3-flash), ``item_type`` ``"image_url"`` or ``"tool_result"``.
+        RoutingError: the client row has no ``ChatProfile``.
+        InvalidMessageError: an item Chat cannot carry (``item_type``), a tool result without
+            its id, a malformed data URI measured for the GPT-5.6 rule, or a message with
+            nothing sendable (``message_index``, only thinking: 08 D67) (05 §5).
+        UnsupportedContentError: an image for a model that reads none (its generation says
+            so), ``item_type`` ``"image_url"`` or ``"tool_result"``.
     """
-    dialect = _dialect(client, model)
-    fields = dialect.config(client, model, config)
+    chat_profile = _chat_profile(client, profile, model)
+    fields = _config_fields(client, chat_profile, model, config)
+    key = model_key(model)
+    token = chat_profile.high_detail_token
+    images = _Images(
+        client,
+        readable=chat_profile.generation(key).images,
+        measured=token is not None and token in key,
+    )
+    walked = walk_messages(client, messages, _converters(images), protocol_label=PROTOCOL_LABEL)
     chat: list[JSON] = []
     if config.system_prompt:
         chat.append({"role": "system", "content": config.system_prompt})
-    converter = _Converter(client, dialect, model_key(model))
-    for index, message in enumerate(messages):
-        converter.message(index, message, chat)
+    assembler = _Assembler(chat_profile)
+    for message in walked:
+        assembler.message(message, chat)
     body = {"model": model, "messages": chat, **fields}
     return HTTPRequest("POST", PATH, HEADERS, encode_json_body(body))

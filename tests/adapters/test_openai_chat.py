@@ -8,6 +8,7 @@ in random chunkings (``outcome_every_way``), which must all agree.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +298,7 @@ def test_gateway_repeating_name_and_id_on_every_fragment() -> None:
 
 
 def test_machine_blanks_a_repeated_name_itself() -> None:
-    machine = ChatMachine(SOURCE, strict=False, base_url=None)
+    machine = ChatMachine(SOURCE, adapters.CLIENTS[SOURCE].profile, strict=False, base_url=None)
     items = []
     for part in ('{"q":', "1}"):
         sse = SSEEvent(
@@ -508,6 +509,49 @@ def test_malformed_chunks(bad: str) -> None:
     _, error = decode_every_way(SOURCE, chunk({"content": "x"}) + data(bad) + END)
     assert isinstance(error, MalformedEventError)
     assert error.detail
+
+
+def _outcome(body: bytes) -> BaseException | None:
+    """The error of decoding ``body`` whole, in both modes (they must agree)."""
+    errors: list[BaseException | None] = []
+    for strict in (False, True):
+        try:
+            list(adapters.decode(SOURCE, [body], strict=strict))
+        except Exception as exc:  # the point is which class escapes
+            errors.append(exc)
+        else:
+            errors.append(None)
+    assert type(errors[0]) is type(errors[1])
+    return errors[0]
+
+
+def test_json_nested_past_the_parser_limit_is_a_malformed_event() -> None:
+    error = _outcome(b"data: " + b"[" * 100000 + b"\n\n")  # 08 D59
+    assert isinstance(error, MalformedEventError)
+
+
+def test_an_error_frame_nested_past_the_parser_limit_is_a_provider_error() -> None:
+    error = _outcome(b"event: error\ndata: " + b"[" * 100000 + b"\n\n")
+    assert isinstance(error, ProviderStreamError)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        b'event: error\ndata: {"error": {"message": NESTED}}\n\n',
+        b'data: {"error": {"message": NESTED}}\n\n',
+        b'data: {"error": NESTED}\n\n',
+        b"event: error\ndata: NESTED\n\n",
+        b'data: {"choices": [{"index": 0, "delta": {"content": NESTED}}]}\n\n',
+    ],
+)
+def test_json_nested_near_the_recursion_limit_never_escapes_untyped(template: bytes) -> None:
+    # Depths just under the parser's limit parse, then meet json.dumps or a field read in a
+    # deeper frame; whatever the depth, only these two errors may come out (08 D59).
+    limit = sys.getrecursionlimit()
+    for depth in range(limit - 300, limit + 10):
+        error = _outcome(template.replace(b"NESTED", b"[" * depth + b"]" * depth))
+        assert isinstance(error, MalformedEventError | ProviderStreamError), (depth, error)
 
 
 # --------------------------------------------------------------------------------------------
