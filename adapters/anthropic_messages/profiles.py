@@ -1,16 +1,47 @@
 """Per-client data of the Anthropic Messages protocol (08 D63): one profile per client type.
 
 The machine and the builder read these fields; neither knows client names. The registry rows
-in ``adapters.clients`` name the profile of each client type.
+in ``adapters.clients`` name the profile of each client type. The two clients differ only in
+what the request may carry (05 §2.1, §2.8, §4.1, §5); the stream reads the same on both
+(08 D32).
 """
 
 from __future__ import annotations
 
-from typing import Final, final
+from typing import Final, NamedTuple, final
 
 import attrs
 
-__all__ = ["COMPATIBLE", "OFFICIAL", "AnthropicProfile"]
+__all__ = ["COMPATIBLE", "OFFICIAL", "AnthropicProfile", "Generation", "Thinking"]
+
+
+class Thinking(NamedTuple):
+    """What one thinking level sends: the ``thinking.type`` and the ``output_config.effort``."""
+
+    type: str
+    effort: str | None
+
+
+_DISABLED: Final = Thinking("disabled", None)
+_BETWEEN_TOOLS: Final = Thinking("between_tools", None)
+_LOW: Final = Thinking("adaptive", "low")
+
+
+class Generation(NamedTuple):
+    """One row of 05 §2.1 and §4.1: a model generation and what it accepts."""
+
+    #: Which models the row is for.
+    name: str
+    #: The version token matched on the lower-cased id (``None``: the row every other id uses).
+    token: str | None
+    #: What ``thinking_level: none`` sends: the off switch, or the least thinking allowed.
+    none: Thinking
+    #: The effort ``xhigh`` runs at.
+    xhigh_effort: str
+    #: Whether ``tool_choice`` ``"required"`` and lists of names are accepted.
+    forced_tool_choice: bool
+    #: Whether ``fast_mode`` is accepted.
+    fast_mode: bool
 
 
 @final
@@ -18,8 +49,63 @@ __all__ = ["COMPATIBLE", "OFFICIAL", "AnthropicProfile"]
 class AnthropicProfile:
     """What differs between the clients of the Anthropic Messages protocol."""
 
+    #: Generation rows, matched by their version token on the lower-cased model id, first
+    #: match wins; family names ("claude") decide nothing (RFC-0003 §6.1, 08 D9).
+    generations: tuple[Generation, ...]
+    #: The row of every model id that no row of ``generations`` matches.
+    other_models: Generation
+    #: Claude models only run at temperature 1.0: unset or 1.0 is accepted and not sent, any
+    #: other value raises. Otherwise ``temperature`` is sent as given (05 §4.1).
+    temperature_fixed: bool
+    #: ``prompt_caching`` is sent as a top-level ``cache_control``. Otherwise the endpoint
+    #: takes only the default, and nothing is sent for it (05 §4.1).
+    top_level_cache_control: bool
+    #: Thinking without a signature is replayed without a ``signature`` key; otherwise it is
+    #: left out of the request (05 §5, 08 D30).
+    replays_unsigned_thinking: bool
 
-#: anthropic-official: Anthropic's own API.
-OFFICIAL: Final = AnthropicProfile()
-#: ant-messages: any endpoint that speaks the Messages API.
-COMPATIBLE: Final = AnthropicProfile()
+
+#: anthropic-official: Anthropic's own API and its model generations (05 §1, §2.1, §4.1).
+#: ``fable-5-1`` comes before ``fable-5`` because its tool-choice and fast-mode rules differ.
+#: Every id without a token of its own is Claude 4.7 or later (Opus 4.8, Opus 5, Sonnet 5),
+#: whose off switch is ``disabled``.
+OFFICIAL: Final = AnthropicProfile(
+    generations=(
+        Generation(
+            "Claude 4.6", "4-6", _DISABLED, "high", forced_tool_choice=True, fast_mode=False
+        ),
+        Generation("Opus 5.5", "opus-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=True),
+        Generation(
+            "Fable 5.1", "fable-5-1", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False
+        ),
+        Generation("Fable 5", "fable-5", _LOW, "xhigh", forced_tool_choice=True, fast_mode=True),
+        Generation(
+            "Haiku 5.5", "haiku-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False
+        ),
+        Generation(
+            "Sonnet 5.5",
+            "sonnet-5-5",
+            _BETWEEN_TOOLS,
+            "xhigh",
+            forced_tool_choice=False,
+            fast_mode=False,
+        ),
+    ),
+    other_models=Generation(
+        "Claude 4.7 and later", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
+    ),
+    temperature_fixed=True,
+    top_level_cache_control=True,
+    replays_unsigned_thinking=False,
+)
+#: ant-messages: any endpoint that speaks the Messages API. It sends whatever the caller asks
+#: for, whatever the model: the endpoint decides how a level runs (05 §2.8).
+COMPATIBLE: Final = AnthropicProfile(
+    generations=(),
+    other_models=Generation(
+        "any model", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
+    ),
+    temperature_fixed=False,
+    top_level_cache_control=False,
+    replays_unsigned_thinking=True,
+)

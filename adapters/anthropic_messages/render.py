@@ -19,11 +19,9 @@ What this protocol cannot carry, i.e. the normalisation under which
 - Tool-call arguments travel as JSON text, so they come back as JSON values (tuples become
   lists). A call needs a non-empty name and id: the first fragment of a call must carry them.
 - Text must be valid Unicode (no lone surrogates): the body is UTF-8.
-- Usage and finish reason come back exactly: ``cached_tokens`` is ``cache_read_input_tokens``,
-  ``prompt_tokens`` is ``input_tokens``, ``thoughts_tokens`` is
-  ``output_tokens_details.thinking_tokens`` and ``response_tokens`` is ``output_tokens`` minus
-  it (06 §1); a ``None`` count is an absent key. ``unknown`` is rendered as the stop reason
-  ``pause_turn``, which the machine maps back to ``unknown``.
+- Usage and finish reason come back exactly: usage is written with ``usage``, the one mapping
+  the machine reads it with (06 §1); a ``None`` count is an absent key. ``unknown`` is
+  rendered as the stop reason ``pause_turn``, which the machine maps back to ``unknown``.
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ from mmsp_core.model import (
 )
 
 from .machine import REDACTED_THINKING
+from .usage import to_message_delta, to_message_start
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "render"]
 
@@ -101,20 +100,6 @@ def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
             yield _delta(index, {"type": "input_json_delta", "partial_json": part})
 
 
-def _input_usage(usage: UsageMetadata) -> dict[str, int]:
-    counts = {"input_tokens": usage.prompt_tokens, "cache_read_input_tokens": usage.cached_tokens}
-    return {key: value for key, value in counts.items() if value is not None}
-
-
-def _final_usage(usage: UsageMetadata) -> dict[str, Any]:
-    counts: dict[str, Any] = _input_usage(usage)
-    if usage.response_tokens is not None:
-        counts["output_tokens"] = usage.response_tokens + (usage.thoughts_tokens or 0)
-    if usage.thoughts_tokens is not None:
-        counts["output_tokens_details"] = {"thinking_tokens": usage.thoughts_tokens}
-    return counts
-
-
 def render(
     items: Sequence[DoneItem],
     usage: UsageMetadata,
@@ -139,7 +124,7 @@ def render(
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {**_input_usage(usage), "output_tokens": 0},
+        "usage": to_message_start(usage),
     }
     out = [
         sse_event("message_start", {"type": "message_start", "message": message}),
@@ -156,10 +141,7 @@ def render(
             index += 1
     stop_reason = STOP_REASONS[FinishReason(finish_reason)]
     delta = {"stop_reason": stop_reason, "stop_sequence": None}
-    out.append(
-        sse_event(
-            "message_delta", {"type": "message_delta", "delta": delta, "usage": _final_usage(usage)}
-        )
-    )
+    final = {"type": "message_delta", "delta": delta, "usage": to_message_delta(usage)}
+    out.append(sse_event("message_delta", final))
     out.append(sse_event("message_stop", {"type": "message_stop"}))
     return b"".join(out)

@@ -1,23 +1,26 @@
 """Anthropic Messages requests: UniConfig and messages -> ``POST /v1/messages`` (spec 04 §4, 05).
 
-Two client types speak this protocol: ``anthropic-official`` knows Anthropic's model
-generations (05 §2.1, §4.1) and ``ant-messages`` sends whatever the caller asks for to any
-Messages endpoint (05 §2.8). Config conversion runs first, then message conversion, so a
-config error wins over a message error (02 §8). Every UniConfig key is either sent by an
-explicit mapping below, ignored (``image_config``, ``tts_config``, ``embedding_config``,
-``trace_id``, unknown keys in ``extra``), or rejected with ``UnsupportedParameterError``
-before anything is sent (05 §4.1). ``thinking_level`` never raises (RFC-0003 §6.3).
+One builder serves every client of this protocol; what differs between them (the model
+generations a client knows, the temperature rule, prompt caching, replaying unsigned thinking)
+is the client's ``AnthropicProfile`` (``profiles``): anthropic-official knows Anthropic's model
+generations (05 §2.1, §4.1), ant-messages sends whatever the caller asks for to any Messages
+endpoint (05 §2.8). Config conversion runs first, then message conversion, so a config error
+wins over a message error (02 §8). Every UniConfig key is either sent by an explicit mapping
+below, ignored (``image_config``, ``tts_config``, ``embedding_config``, ``trace_id``, unknown
+keys in ``extra``), or rejected with ``UnsupportedParameterError`` before anything is sent
+(05 §4.1). ``thinking_level`` never raises (RFC-0003 §6.3).
 
-Generations are told apart by explicit version tokens on the lower-cased model id, one named
-row each, first match wins; family names ("claude") decide nothing (RFC-0003 §6.1, 08 D9).
+Messages are converted by ``adapters._build.walk_messages`` with ``_CONVERTERS``, one
+converter per item class Anthropic can take (05 §5).
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, cast
 
+from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
 from mmsp_core.errors import (
     InvalidMessageError,
@@ -26,6 +29,7 @@ from mmsp_core.errors import (
 )
 from mmsp_core.model import (
     ImageUrlDone,
+    Item,
     PromptCaching,
     TextDone,
     ThinkingDone,
@@ -38,13 +42,12 @@ from mmsp_core.model import (
 from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .machine import REDACTED_THINKING
+from .profiles import AnthropicProfile, Generation, Thinking
 
 __all__ = [
     "ANTHROPIC_VERSION",
-    "CLIENT_TYPES",
     "DEFAULT_MAX_TOKENS",
     "FAST_MODE_BETA",
-    "GENERATIONS",
     "PATH",
     "build_request",
     "check_config",
@@ -60,67 +63,8 @@ FAST_MODE_BETA: Final = "fast-mode-2026-02-01"
 DEFAULT_MAX_TOKENS: Final = 64000
 #: Relative to the base URL; no query string (04 §4).
 PATH: Final = "/v1/messages"
-#: The client types this module builds requests for.
-CLIENT_TYPES: Final = ("anthropic-official", "ant-messages")
-
-_OFFICIAL: Final = "anthropic-official"
-
-
-class Thinking(NamedTuple):
-    """What one thinking level sends: the ``thinking.type`` and the ``output_config.effort``."""
-
-    type: str
-    effort: str | None
-
-
-_DISABLED: Final = Thinking("disabled", None)
-_BETWEEN_TOOLS: Final = Thinking("between_tools", None)
-_LOW: Final = Thinking("adaptive", "low")
-
-
-class Generation(NamedTuple):
-    """One row of 05 §2.1 and §4.1: a model generation and what it accepts."""
-
-    #: Which models the row is for.
-    name: str
-    #: The version token matched on the lower-cased id (``None``: the row every other id uses).
-    token: str | None
-    #: What ``thinking_level: none`` sends: the off switch, or the least thinking allowed.
-    none: Thinking
-    #: The effort ``xhigh`` runs at.
-    xhigh_effort: str
-    #: Whether ``tool_choice`` ``"required"`` and lists of names are accepted.
-    forced_tool_choice: bool
-    #: Whether ``fast_mode`` is accepted.
-    fast_mode: bool
-
-
-#: anthropic-official generations, first match wins (05 §1, §2.1, §4.1). ``fable-5-1`` comes
-#: before ``fable-5`` because its tool-choice and fast-mode rules differ.
-GENERATIONS: Final = (
-    Generation("Claude 4.6", "4-6", _DISABLED, "high", forced_tool_choice=True, fast_mode=False),
-    Generation("Opus 5.5", "opus-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=True),
-    Generation("Fable 5.1", "fable-5-1", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
-    Generation("Fable 5", "fable-5", _LOW, "xhigh", forced_tool_choice=True, fast_mode=True),
-    Generation("Haiku 5.5", "haiku-5-5", _LOW, "xhigh", forced_tool_choice=False, fast_mode=False),
-    Generation(
-        "Sonnet 5.5",
-        "sonnet-5-5",
-        _BETWEEN_TOOLS,
-        "xhigh",
-        forced_tool_choice=False,
-        fast_mode=False,
-    ),
-)
-#: Every other anthropic-official id: Claude 4.7 and later without a token of their own
-#: (Opus 4.8, Opus 5, Sonnet 5), whose off switch is ``disabled``.
-_LATER: Final = Generation(
-    "Claude 4.7 and later", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
-)
-#: ant-messages, whatever the model: the endpoint decides how a level runs (05 §2.8).
-_COMPATIBLE: Final = Generation(
-    "any model (ant-messages)", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
-)
+#: What ``walk_messages`` names in the error for an item kind this protocol cannot take.
+_PROTOCOL_LABEL: Final = "Anthropic Messages"
 
 _EFFORTS: Final[Mapping[ThinkingLevel, str]] = {
     ThinkingLevel.LOW: "low",
@@ -136,20 +80,27 @@ _CACHE_CONTROL: Final[Mapping[PromptCaching, Mapping[str, str] | None]] = {
 }
 
 
-def _generation(client: str, model: str) -> Generation:
-    """Return the row for ``model`` on ``client``.
+def _profile(client: str, profile: Any) -> AnthropicProfile:
+    """Return ``profile``, which must be an Anthropic Messages client's.
 
     Raises:
         UnsupportedOperationError: ``client`` is not an Anthropic Messages client type.
     """
-    if client not in CLIENT_TYPES:
+    if not isinstance(profile, AnthropicProfile):
         raise UnsupportedOperationError(
             client, "build_request", detail="not an Anthropic Messages client type"
         )
-    if client != _OFFICIAL:
-        return _COMPATIBLE
+    return profile
+
+
+def _generation(profile: AnthropicProfile, model: str) -> Generation:
+    """Return the client's generation row for ``model``: the first whose version token is in
+    the lower-cased id, else ``other_models`` (05 §2.1, 08 D9)."""
     key = model_key(model)
-    return next((row for row in GENERATIONS if row.token and row.token in key), _LATER)
+    return next(
+        (row for row in profile.generations if row.token is not None and row.token in key),
+        profile.other_models,
+    )
 
 
 def _thinking(generation: Generation, level: ThinkingLevel) -> Thinking:
@@ -203,14 +154,17 @@ def _thinking_json(block: Thinking, summary: bool | None) -> dict[str, str]:
     return thinking
 
 
-def _cache_control(client: str, caching: PromptCaching | None) -> Mapping[str, str] | None:
-    """``prompt_caching`` (05 §4.1): a top-level ``cache_control`` on anthropic-official.
+def _cache_control(
+    client: str, profile: AnthropicProfile, caching: PromptCaching | None
+) -> Mapping[str, str] | None:
+    """``prompt_caching`` (05 §4.1): a top-level ``cache_control`` where the profile says so.
 
     Raises:
-        UnsupportedParameterError: anything but the default on ant-messages.
+        UnsupportedParameterError: anything but the default on a client without a top-level
+            ``cache_control`` (ant-messages).
     """
     caching = PromptCaching(caching or PromptCaching.ENABLE)
-    if client == _OFFICIAL:
+    if profile.top_level_cache_control:
         return _CACHE_CONTROL[caching]
     if caching is not PromptCaching.ENABLE:
         raise UnsupportedParameterError(
@@ -219,13 +173,14 @@ def _cache_control(client: str, caching: PromptCaching | None) -> Mapping[str, s
     return None
 
 
-def _temperature(client: str, temperature: float | None) -> float | None:
-    """``temperature`` (05 §4.1): sent by ant-messages; anthropic-official only accepts 1.0.
+def _temperature(client: str, profile: AnthropicProfile, temperature: float | None) -> float | None:
+    """``temperature`` (05 §4.1): sent as given, unless the profile fixes it at 1.0
+    (anthropic-official), which is then accepted and not sent.
 
     Raises:
-        UnsupportedParameterError: any other value on anthropic-official.
+        UnsupportedParameterError: any other value where the temperature is fixed.
     """
-    if client != _OFFICIAL or temperature is None:
+    if not profile.temperature_fixed or temperature is None:
         return temperature
     if temperature != 1.0:
         raise UnsupportedParameterError(
@@ -239,16 +194,17 @@ class _ConfigPart(NamedTuple):
     betas: tuple[str, ...]
 
 
-def _convert_config(client: str, model: str, config: UniConfig) -> _ConfigPart:
+def _convert_config(
+    client: str, profile: AnthropicProfile, model: str, config: UniConfig
+) -> _ConfigPart:
     """Return the body fields after ``model`` and ``messages``, and the betas (05 §4.1).
 
     Raises:
         UnsupportedParameterError: see ``check_config``.
-        UnsupportedOperationError: ``client`` is not an Anthropic Messages client type.
     """
-    generation = _generation(client, model)
+    generation = _generation(profile, model)
     check_tool_choice_list(client, config)
-    temperature = _temperature(client, config.temperature)
+    temperature = _temperature(client, profile, config.temperature)
     tool_choice = None
     if config.tool_choice is not None:
         tool_choice = _tool_choice(client, generation, config.tool_choice)
@@ -256,7 +212,7 @@ def _convert_config(client: str, model: str, config: UniConfig) -> _ConfigPart:
         raise UnsupportedParameterError(
             client, "fast_mode", detail="this model does not support fast mode"
         )
-    cache_control = _cache_control(client, config.prompt_caching)
+    cache_control = _cache_control(client, profile, config.prompt_caching)
     block = _thinking_block(generation, config)
     tools = None
     if config.tools is not None:
@@ -286,17 +242,25 @@ def _convert_config(client: str, model: str, config: UniConfig) -> _ConfigPart:
     return _ConfigPart(fields, (FAST_MODE_BETA,) if config.fast_mode else ())
 
 
-def check_config(client: str, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
         UnsupportedParameterError: a config value ``client`` cannot send for ``model``.
-        UnsupportedOperationError: ``client`` is not an Anthropic Messages client type.
+        UnsupportedOperationError: ``profile`` is not an Anthropic Messages client's.
     """
-    _convert_config(client, model, config)
+    _convert_config(client, _profile(client, profile), model, config)
 
 
-def _image(client: str, url: str, message_index: int) -> dict[str, Any]:
+# --------------------------------------------------------------------------------------------
+# Message conversion (05 §5): one converter per item class, run by ``walk_messages``.
+# --------------------------------------------------------------------------------------------
+
+#: One block of a message's ``content``.
+_Block = dict[str, Any]
+
+
+def _image(client: str, url: str, message_index: int) -> _Block:
     """An ``image`` block: a data URI as a base64 source, an http(s) URL as a url source (05 §5).
 
     Raises:
@@ -315,11 +279,24 @@ def _image(client: str, url: str, message_index: int) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
-def _thinking_replay(client: str, item: ThinkingDone) -> dict[str, Any] | None:
+# ``walk_messages`` picks a converter by the item's exact class, so each ``cast`` below only
+# names the class its table key guarantees.
+
+
+def _text(context: MessageContext, item: Item) -> _Block:
+    return {"type": "text", "text": cast(TextDone, item).text}
+
+
+def _image_url(context: MessageContext, item: Item) -> _Block:
+    """Raises ``InvalidMessageError`` for a bad image (see ``_image``)."""
+    return _image(context.client, cast(ImageUrlDone, item).image_url, context.index)
+
+
+def _thinking_replay(item: ThinkingDone, *, unsigned_too: bool) -> _Block | None:
     """The block a thinking item is replayed as, or ``None`` when it is left out (05 §5, 08 D30).
 
-    A redacted block needs its data (kept as the signature) on both clients; anthropic-official
-    also leaves out unsigned thinking, which ant-messages sends without a ``signature`` key.
+    A redacted block needs its data (kept as the signature) on every client; thinking without
+    a signature is sent without a ``signature`` key when ``unsigned_too``, else left out.
     """
     signature = (item.fidelity or {}).get("signature")
     signed = isinstance(signature, str) and signature != ""
@@ -327,63 +304,70 @@ def _thinking_replay(client: str, item: ThinkingDone) -> dict[str, Any] | None:
         return {"type": "redacted_thinking", "data": signature} if signed else None
     if signed:
         return {"type": "thinking", "thinking": item.thinking, "signature": signature}
-    if client == _OFFICIAL:
+    if not unsigned_too:
         return None
     return {"type": "thinking", "thinking": item.thinking}
 
 
-def _content(client: str, message: UniMessage, index: int) -> list[dict[str, Any]]:
-    """The ``content`` blocks of one message, in item order (05 §5).
+def _signed_thinking(context: MessageContext, item: Item) -> _Block | None:
+    return _thinking_replay(cast(ThinkingDone, item), unsigned_too=False)
 
-    Raises:
-        InvalidMessageError: an item kind Anthropic cannot take (``item_type``), a tool result
-            without ``tool_call_id``, a bad image, or nothing sendable (``message_index``).
-    """
-    blocks: list[dict[str, Any]] = []
-    for item in message.content_items:
-        if isinstance(item, TextDone):
-            blocks.append({"type": "text", "text": item.text})
-        elif isinstance(item, ImageUrlDone):
-            blocks.append(_image(client, item.image_url, index))
-        elif isinstance(item, ThinkingDone):
-            replay = _thinking_replay(client, item)
-            if replay is not None:
-                blocks.append(replay)
-        elif isinstance(item, ToolCallDone):
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": item.tool_call_id,
-                    "name": item.name,
-                    "input": dict(item.arguments),
-                }
-            )
-        elif isinstance(item, ToolResultDone):
-            if not item.tool_call_id:
-                raise InvalidMessageError(
-                    client, "tool_result", index, detail="a tool result needs its tool_call_id"
-                )
-            images = [_image(client, url, index) for url in item.images or ()]
-            blocks.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": item.tool_call_id,
-                    "content": [{"type": "text", "text": item.text}, *images],
-                }
-            )
-        else:
-            # The item kind, as spec 03 names it: "inline_data", not "inline_data.done".
-            kind = str(getattr(item, "type", type(item).__name__)).partition(".")[0]
-            raise InvalidMessageError(
-                client, kind, index, detail="Anthropic Messages cannot take this item"
-            )
-    if not blocks:
-        raise InvalidMessageError(client, None, index, detail="nothing sendable is left")
-    return blocks
+
+def _any_thinking(context: MessageContext, item: Item) -> _Block | None:
+    return _thinking_replay(cast(ThinkingDone, item), unsigned_too=True)
+
+
+def _tool_use(context: MessageContext, item: Item) -> _Block:
+    call = cast(ToolCallDone, item)
+    return {
+        "type": "tool_use",
+        "id": call.tool_call_id,
+        "name": call.name,
+        "input": dict(call.arguments),
+    }
+
+
+def _tool_result(context: MessageContext, item: Item) -> _Block:
+    """Raises ``InvalidMessageError``: no ``tool_call_id``, or a bad image (see ``_image``)."""
+    result = cast(ToolResultDone, item)
+    if not result.tool_call_id:
+        raise InvalidMessageError(
+            context.client,
+            "tool_result",
+            context.index,
+            detail="a tool result needs its tool_call_id",
+        )
+    images = [_image(context.client, url, context.index) for url in result.images or ()]
+    return {
+        "type": "tool_result",
+        "tool_use_id": result.tool_call_id,
+        "content": [{"type": "text", "text": result.text}, *images],
+    }
+
+
+#: Item class -> content block, for a client that leaves unsigned thinking out
+#: (``replays_unsigned_thinking`` false). Every other item kind (``inline_data``,
+#: ``inline_thinking``, ``embedding``) is ``InvalidMessageError`` (05 §5).
+_CONVERTERS: Final[Converters[_Block]] = {
+    TextDone: _text,
+    ImageUrlDone: _image_url,
+    ThinkingDone: _signed_thinking,
+    ToolCallDone: _tool_use,
+    ToolResultDone: _tool_result,
+}
+#: The same for a client that replays unsigned thinking without a ``signature`` key.
+_CONVERTERS_REPLAYING_UNSIGNED: Final[Converters[_Block]] = {
+    **_CONVERTERS,
+    ThinkingDone: _any_thinking,
+}
 
 
 def build_request(
-    client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str,
+    profile: Any,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
 ) -> HTTPRequest:
     """Build ``POST /v1/messages`` for ``client`` (04 §4, 05 §4.1, §5).
 
@@ -392,14 +376,18 @@ def build_request(
 
     Raises:
         UnsupportedParameterError: see ``check_config``; raised before any message error.
-        InvalidMessageError: a message that cannot be sent (see ``_content``).
-        UnsupportedOperationError: ``client`` is not an Anthropic Messages client type.
+        InvalidMessageError: an item kind Anthropic cannot take (``item_type``), a tool result
+            without ``tool_call_id``, a bad image, or a message left with nothing sendable
+            (``message_index``).
+        UnsupportedOperationError: ``profile`` is not an Anthropic Messages client's.
     """
-    config_part = _convert_config(client, model, config)
-    wire_messages = [
-        {"role": message.role, "content": _content(client, message, index)}
-        for index, message in enumerate(messages)
-    ]
+    anthropic = _profile(client, profile)
+    config_part = _convert_config(client, anthropic, model, config)
+    converters = (
+        _CONVERTERS_REPLAYING_UNSIGNED if anthropic.replays_unsigned_thinking else _CONVERTERS
+    )
+    walked = walk_messages(client, messages, converters, protocol_label=_PROTOCOL_LABEL)
+    wire_messages = [{"role": each.message.role, "content": each.parts} for each in walked]
     body = {"model": model, "messages": wire_messages, **config_part.fields}
     headers = [
         ("content-type", "application/json"),

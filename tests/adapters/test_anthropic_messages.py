@@ -43,6 +43,7 @@ from mmsp_core.testing import assert_stream_grammar, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, json_objects, usage
 
 SOURCE = "ant-messages"
+PROFILE = adapters.CLIENTS[SOURCE].profile
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,7 +174,7 @@ def test_both_clients_read_the_same_stream(case: Path) -> None:
 
 
 def _machine_events(body: bytes, *, strict: bool = False) -> list[list[UniEvent]]:
-    machine = AnthropicMessagesMachine(SOURCE, strict=strict, base_url=None)
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=strict, base_url=None)
     out = []
     for block in body.split(b"\n\n")[:-1]:
         name_line, data_line = block.decode().split("\n")
@@ -217,12 +218,12 @@ def test_thinking_items_carry_the_block_index() -> None:
 
 
 def test_finish_does_not_decide_completeness() -> None:
-    machine = AnthropicMessagesMachine(SOURCE, strict=True, base_url=None)
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=True, base_url=None)
     assert machine.finish() == []
 
 
 def test_a_failed_machine_refuses_more_input() -> None:
-    machine = AnthropicMessagesMachine(SOURCE, strict=False, base_url=None)
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=False, base_url=None)
     with pytest.raises(MalformedEventError):
         machine.next_events(SSEEvent("message_start", "{"))
     with pytest.raises(RuntimeError):

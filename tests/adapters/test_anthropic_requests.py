@@ -410,8 +410,9 @@ def test_only_anthropic_clients_are_served_here() -> None:
     from mmsp_core import UnsupportedOperationError
     from mmsp_core.model import UniConfig
 
+    foreign = adapters.CLIENTS["openai-chat"].profile
     with pytest.raises(UnsupportedOperationError):
-        build_request("openai-chat", "m", [], UniConfig())
+        build_request("openai-chat", foreign, "m", [], UniConfig())
 
 
 # --------------------------------------------------------------------------------------------
