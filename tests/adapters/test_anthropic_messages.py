@@ -230,6 +230,33 @@ def test_a_failed_machine_refuses_more_input() -> None:
         machine.next_events(SSEEvent("ping", "{}"))
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_skipped_events_are_skipped_whatever_their_data(strict: bool) -> None:
+    """Only the handlers that read an event's data parse it (08 D51): a ping without JSON is
+    still a ping, and an unknown or out-of-place event is unknown, not malformed."""
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=strict, base_url=None)
+    assert machine.next_events(SSEEvent("ping", "")) == [UniEvent("delta")]
+    assert machine.next_events(SSEEvent("ping", "not json")) == [UniEvent("delta")]
+    for event, data in [("brand_new", "xx"), ("content_block_delta", "[[[")]:
+        fresh = AnthropicMessagesMachine(SOURCE, PROFILE, strict=strict, base_url=None)
+        if strict:
+            with pytest.raises(UnknownEventError):
+                fresh.next_events(SSEEvent(event, data))
+        else:
+            assert fresh.next_events(SSEEvent(event, data)) == [UniEvent("delta")]
+
+
+def test_message_stop_finishes_the_machine() -> None:
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=True, base_url=None)
+    for block in finished(text_block(0, "hi")).split(b"\n\n")[:-1]:
+        assert not machine.finished
+        name_line, data_line = block.decode().split("\n")
+        machine.next_events(SSEEvent(name_line[7:], data_line[6:]))
+    assert machine.finished
+    with pytest.raises(UnknownEventError):
+        machine.next_events(SSEEvent("message_start", "{}"))
+
+
 # --------------------------------------------------------------------------------------------
 # Stream endings (02 §7, 08 D4, D33)
 # --------------------------------------------------------------------------------------------

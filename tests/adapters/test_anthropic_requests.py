@@ -415,6 +415,20 @@ def test_only_anthropic_clients_are_served_here() -> None:
         build_request("openai-chat", foreign, "m", [], UniConfig())
 
 
+def test_the_profile_decides_not_the_client_name() -> None:
+    """Per-client rules are profile fields (08 D63): the official profile under another
+    client name drops unsigned thinking and refuses temperature 0.5."""
+    from adapters.anthropic_messages import build_request, check_config
+    from adapters.anthropic_messages.profiles import OFFICIAL as OFFICIAL_PROFILE
+    from mmsp_core.model import UniConfig
+
+    messages = adapters.coerce_messages(COMPATIBLE, assistant(UNSIGNED, TEXT))
+    request = build_request(COMPATIBLE, OFFICIAL_PROFILE, "claude-opus-5", messages, UniConfig())
+    assert json.loads(request.body)["messages"][1]["content"] == [{"type": "text", "text": "ok"}]
+    with pytest.raises(UnsupportedParameterError):
+        check_config(COMPATIBLE, OFFICIAL_PROFILE, "claude-opus-5", UniConfig(temperature=0.5))
+
+
 # --------------------------------------------------------------------------------------------
 # Message conversion (05 §5, 08 D30)
 # --------------------------------------------------------------------------------------------
