@@ -132,7 +132,10 @@ class StreamGrammar:
         if phase == "done":
             if group is None:
                 raise fail(index, f"{item.type} closes no group")
-            self._check_done(index, kind_name, kind.growing, item)
+            try:
+                self._check_done(index, kind_name, kind.growing, item)
+            except RecursionError:  # fidelity or arguments nested too deeply to compare
+                raise fail(index, f"{item.type} is nested too deeply to check") from None
             self._group = None
             self._first = None
             self._chunks = []
@@ -164,10 +167,9 @@ class StreamGrammar:
                 raise fail(index, "tool_call.done's name and id differ from the first fragment's")
             try:
                 parsed = json.loads(joined or "{}")
-                same = done.arguments == parsed
-            except (ValueError, RecursionError):  # too deep a nesting is a RecursionError
+            except ValueError:
                 raise fail(index, "a tool_call.done whose fragments do not parse") from None
-            if not same:
+            if done.arguments != parsed:
                 raise fail(index, "tool_call.done's arguments differ from the parsed fragments")
             return
         value = done.embedding if kind_name == "embedding" else growing(done)

@@ -300,3 +300,21 @@ def test_a_broken_rule_is_rejected_at_its_position(case: tuple[list[UniEvent], i
 def test_a_stream_without_stop_is_incomplete_whatever_it_holds() -> None:
     out, error = pass_through([])
     assert (out, type(error)) == ([], IncompleteStreamError)
+
+
+def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
+    deep: Any = {}
+    for _ in range(100_000):
+        deep = {"a": deep}
+    other: Any = {}
+    for _ in range(100_000):
+        other = {"a": other}
+    events = [
+        UniEvent("delta", (TextDelta("a", deep),), None, None, 1),
+        UniEvent("delta", (TextDone("a", other),), None, None, 1),
+        UniEvent("stop", (), UsageMetadata(), FinishReason.STOP, 1),
+    ]
+    out, error = pass_through(events)
+    assert isinstance(error, MalformedEventError)
+    assert error.event == "public event 1"
+    assert out == events[:1]
