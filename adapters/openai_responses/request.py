@@ -92,9 +92,9 @@ def _tool_choice(
     }
 
 
-def _reasoning(profile: ResponsesProfile, generation: Generation, config: UniConfig) -> dict[
-    str, str
-]:
+def _reasoning(
+    profile: ResponsesProfile, generation: Generation, config: UniConfig
+) -> dict[str, str]:
     """The ``reasoning`` object: effort (05 §2) and summary (05 §3); never raises."""
     reasoning: dict[str, str] = {}
     if config.thinking_level is not None:
