@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
@@ -257,7 +257,7 @@ def check_config(client: str, profile: Any, model: str, config: UniConfig) -> No
 # --------------------------------------------------------------------------------------------
 
 #: One block of a message's ``content``.
-_Block = dict[str, Any]
+_Block: TypeAlias = dict[str, Any]
 
 
 def _image(client: str, url: str, message_index: int) -> _Block:
