@@ -119,14 +119,17 @@ def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
     chunk = loads_object(text)
     if chunk.get("error") is not None:
         raise machine.provider_error(chunk["error"], chunk, text)
-    usage = machine.merge_usage(chunk)
+    # Most chunks carry no usage: the key test spares them the read (the hot path).
+    usage = machine.merge_usage(chunk) if "usage" in chunk or "x_groq" in chunk else None
     items: list[Item] = []
     finish: FinishReason | None = None
     choice = _first_choice(chunk)
     if choice is not None:
         delta = opt_obj(choice, "delta")
         if delta is not None:
-            _read_reasoning(machine, delta, items)
+            # Most deltas carry no thinking: the key tests spare them the reads (the hot path).
+            if "reasoning_details" in delta or "reasoning_content" in delta or "reasoning" in delta:
+                _read_reasoning(machine, delta, items)
             for field in _TEXT_FIELDS:
                 content = opt_string(delta, field)
                 if content:
