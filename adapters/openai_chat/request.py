@@ -63,8 +63,9 @@ JSON = dict[str, Any]
 # --------------------------------------------------------------------------------------------
 
 
-def _check(client: str, profile: ChatProfile, model: str, generation: ChatGeneration,
-           config: UniConfig) -> None:
+def _check(
+    client: str, profile: ChatProfile, model: str, generation: ChatGeneration, config: UniConfig
+) -> None:
     """Refuse what the profile says the endpoint refuses, in the order of 05 §4.3.
 
     Raises:
@@ -74,28 +75,18 @@ def _check(client: str, profile: ChatProfile, model: str, generation: ChatGenera
     """
     only = profile.only_temperature
     if only is not None and config.temperature is not None and config.temperature != only:
-        raise UnsupportedParameterError(
-            client, "temperature", detail=profile.temperature_detail.format(
-                client=client, temperature=only
-            )
-        )
+        detail = profile.temperature_detail.format(client=client, temperature=only)
+        raise UnsupportedParameterError(client, "temperature", detail=detail)
     check_tool_choice_list(client, config)
     accepted = generation.tool_choices
-    if accepted is not None and config.tool_choice is not None and (
-        config.tool_choice not in accepted
-    ):
-        raise UnsupportedParameterError(
-            client, "tool_choice", detail=profile.tool_choice_detail.format(
-                client=client, accepted=", ".join(accepted)
-            )
-        )
+    choice = config.tool_choice
+    if accepted is not None and choice is not None and choice not in accepted:
+        detail = profile.tool_choice_detail.format(client=client, accepted=", ".join(accepted))
+        raise UnsupportedParameterError(client, "tool_choice", detail=detail)
     caching = config.prompt_caching
     if caching is not None and caching not in generation.caching:
-        raise UnsupportedParameterError(
-            client, "prompt_caching", detail=profile.caching_detail.format(
-                client=client, model=model, caching=caching
-            )
-        )
+        detail = profile.caching_detail.format(client=client, model=model, caching=caching)
+        raise UnsupportedParameterError(client, "prompt_caching", detail=detail)
     if config.fast_mode and profile.fast_mode is None:
         raise UnsupportedParameterError(client, "fast_mode", detail=f"{client} has no fast mode")
 
