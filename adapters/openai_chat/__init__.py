@@ -13,6 +13,7 @@ from typing import Final
 
 from adapters._spec import Traits, WireProtocol
 
+from . import simulate
 from .machine import ChatMachine
 from .render import normalize, render
 from .request import build_request, check_config
@@ -26,6 +27,6 @@ PROTOCOL: Final = WireProtocol(
     build_request=build_request,
     check_config=check_config,
     render=render,
-    traits=Traits(display_name="OpenAI Chat Completions"),
+    traits=Traits(display_name="OpenAI Chat Completions", dialect=simulate.DIALECT),
     normalize=normalize,
 )
