@@ -20,7 +20,7 @@ from adapters._spec import Traits, WireProtocol
 
 from . import simulate
 from .machine import AnthropicMessagesMachine
-from .render import render
+from .render import normalize, render
 from .request import build_request, check_config
 
 __all__ = ["PROTOCOL", "AnthropicMessagesMachine", "build_request", "check_config", "render"]
@@ -33,4 +33,5 @@ PROTOCOL: Final = WireProtocol(
     check_config=check_config,
     render=render,
     traits=Traits(display_name="Anthropic Messages", dialect=simulate.DIALECT),
+    normalize=normalize,
 )

@@ -26,6 +26,7 @@ What this protocol cannot carry, i.e. the normalisation under which
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -44,7 +45,7 @@ from mmsp_core.model import (
 from .machine import REDACTED_THINKING
 from .usage import to_message_delta, to_message_start
 
-__all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "render"]
+__all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "normalize", "render"]
 
 #: Characters per fragment when the caller does not choose: about what the API streams.
 DEFAULT_FRAGMENT_SIZE: Final = 12
@@ -145,3 +146,26 @@ def render(
     out.append(sse_event("message_delta", final))
     out.append(sse_event("message_stop", {"type": "message_stop"}))
     return b"".join(out)
+
+
+def normalize(
+    items: Sequence[DoneItem], finish_reason: FinishReason
+) -> tuple[list[DoneItem], FinishReason]:
+    """Apply the module docstring's normalisation: what ``decode(render(...))`` gives back."""
+    return [kept for kept in map(_carried, items) if kept is not None], finish_reason
+
+
+def _carried(item: DoneItem) -> DoneItem | None:
+    """The item a decode of this item's rendering gives back, or ``None`` when it vanishes."""
+    if isinstance(item, TextDone):
+        return TextDone(item.text) if item.text else None
+    if isinstance(item, ThinkingDone):
+        signature = (item.fidelity or {}).get("signature")
+        fidelity = {"signature": signature} if isinstance(signature, str) else None
+        if not item.thinking and fidelity is None:
+            return None
+        return ThinkingDone(item.thinking, fidelity)
+    if isinstance(item, ToolCallDone):
+        arguments = json.loads(json.dumps(item.arguments))
+        return ToolCallDone(item.name, item.tool_call_id, arguments)
+    return None

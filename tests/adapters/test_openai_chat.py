@@ -1,7 +1,8 @@
 """The Chat Completions machine and renderer (spec 06 §3, §7; 02; 08 D4, D6, D33, D36, D42,
 D43, D45, D49).
 
-Recorded bodies run through ``check_fixture``; hand-written bodies run whole, byte by byte and
+Recorded bodies run through ``adapters.testing.check_protocol`` (``test_check_protocol.py``)
+and, per client type, through ``check_fixture``; hand-written bodies run whole, byte by byte and
 in random chunkings (``outcome_every_way``), which must all agree.
 """
 
@@ -9,11 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import FIXTURES, check_fixture, decode_every_way, fixture_cases
+from harness import FIXTURES, check_fixture, decode_every_way
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,11 +43,6 @@ from mmsp_core.testing import assert_stream_grammar, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, usage
 
 SOURCE = "openai-chat"
-
-
-@pytest.mark.parametrize("sse_path", fixture_cases("openai-chat"), ids=lambda p: p.stem)
-def test_recorded_fixture(sse_path: Path) -> None:
-    check_fixture(SOURCE, sse_path)
 
 
 def test_openrouter_usage_fix_is_chosen_by_base_url() -> None:

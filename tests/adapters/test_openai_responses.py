@@ -45,16 +45,8 @@ PROTOCOL = "openai-responses"
 # ------------------------------------------------------------------------------------------
 
 
-def _source(path: Path) -> str:
-    return "deepseek-official" if path.name.startswith("deepseek") else PROTOCOL
-
-
-@pytest.mark.parametrize("path", fixture_cases(PROTOCOL), ids=lambda p: p.stem)
-def test_fixture(path: Path) -> None:
-    check_fixture(_source(path), path)
-
-
-@pytest.mark.parametrize("client", ["openai-official", "minimax-official"])
+# The protocol's own client runs every fixture in tests/adapters/test_check_protocol.py.
+@pytest.mark.parametrize("client", ["openai-official", "minimax-official", "deepseek-official"])
 @pytest.mark.parametrize("path", fixture_cases(PROTOCOL), ids=lambda p: p.stem)
 def test_fixture_same_for_every_client(path: Path, client: str) -> None:
     """One machine serves every Responses client (08 D32): MiniMax's whole calls, read from

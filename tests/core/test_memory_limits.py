@@ -15,7 +15,7 @@ import pytest
 
 from mmsp_core import SSEDecoder, StreamItems, StreamLimitError, TextDelta, UniEvent
 
-LIMIT = 1 << 20
+LIMIT = 1 << 18
 #: What is held may exceed the counted size by this factor at most.
 FACTOR = 2
 
