@@ -90,6 +90,11 @@ class TableMachine:
         """Return the wire event's name and data: by default the SSE ``event`` field and the
         data parsed as one JSON object.
 
+        The default parses before the row is looked up, so an event with non-JSON data is
+        malformed even where it would be skipped. A protocol whose skipped events may carry
+        anything (Anthropic's pings, Chat's events after ``[DONE]``) returns the raw text here
+        and parses in the handlers that read it.
+
         Raises:
             BadField: the data is not a JSON object.
         """
@@ -141,7 +146,8 @@ class TableMachine:
         if not self.strict:
             return EMPTY
         known = any(known_name == name for _, known_name in self.TRANSITIONS)
-        why = f"unexpected in state {self.state}" if known else "unknown event"
+        state = getattr(self.state, "name", self.state)
+        why = f"unexpected in state {state}" if known else "unknown event"
         raise UnknownEventError(self.client, _label(sse), detail=why)
 
 
