@@ -27,7 +27,7 @@ from mmsp_core.wire import config_from_wire, message_from_wire
 from . import _protocols  # noqa: F401  (installs the built-in protocols)
 from ._errors import read_error_body
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
-from ._spec import ClientSpec, Traits, WireProtocol
+from ._spec import ClientSpec, ModelClass, Traits, WireProtocol
 from .clients import (
     CLIENTS,
     ModelPricing,
@@ -50,6 +50,7 @@ __all__ = [
     "CLIENTS",
     "PROTOCOLS",
     "ClientSpec",
+    "ModelClass",
     "ModelPricing",
     "Registration",
     "SupportedModel",
@@ -80,10 +81,14 @@ __all__ = [
 ]
 
 
-def resolve(source: str) -> tuple[ClientSpec, WireProtocol]:
-    """Return the client row and the protocol record of a client type or protocol name.
+def resolve(
+    source: str, model: str | None = None
+) -> tuple[ClientSpec, WireProtocol, Any]:
+    """Return the client row, the protocol record and the profile of a client type or protocol
+    name.
 
-    A protocol name stands for its compatible client (09).
+    A protocol name stands for its compatible client (09). A client type speaks the protocol
+    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64).
 
     Raises:
         RoutingError: ``source`` is neither a client type nor a protocol name.
@@ -94,23 +99,26 @@ def resolve(source: str) -> tuple[ClientSpec, WireProtocol]:
         client = canonical_client_type(record.compatible_client or record.name)
         if client is None:
             raise RoutingError("", source, detail="the protocol has no compatible client row")
-        return CLIENTS[client], record
+        spec = CLIENTS[client]
+        return spec, record, spec.profile
     client = canonical_client_type(source)
     if client is None:
         raise RoutingError("", source, detail="not a client type or wire protocol name")
     spec = CLIENTS[client]
-    record = PROTOCOLS.get(spec.protocol)
+    protocol, profile = spec.speaks(model)
+    record = PROTOCOLS.get(protocol)
     if record is None:
         raise UnsupportedOperationError(
-            client, "streaming", detail=f"the {spec.protocol} protocol is not built yet"
+            client, "streaming", detail=f"the {protocol} protocol is not built yet"
         )
-    return spec, record
+    return spec, record, profile
 
 
-def _resolve(source: str) -> tuple[str, ClientSpec, WireProtocol]:
-    """``resolve`` plus the name errors use: the protocol name when decoding by protocol."""
-    spec, record = resolve(source)
-    return (source if source in PROTOCOLS else spec.client_type), spec, record
+def _resolve(source: str, model: str | None = None) -> tuple[str, Any, WireProtocol]:
+    """The name errors use (the protocol name when decoding by protocol), the profile and the
+    record of ``source`` for ``model``."""
+    spec, record, profile = resolve(source, model)
+    return (source if source in PROTOCOLS else spec.client_type), profile, record
 
 
 def new_pipeline(
@@ -119,8 +127,11 @@ def new_pipeline(
     strict: bool = False,
     clock: Callable[[], int] | None,
     base_url: str | None = None,
+    model: str | None = None,
 ) -> StreamPipeline:
     """Return a fresh pipeline for one response of ``source`` (a client type or protocol).
+
+    ``model`` selects the protocol of a client type that speaks several (08 D64).
 
     ``clock=None`` stamps ``created_at=0`` (09); ``base_url`` only feeds the OpenRouter usage
     fix (spec 06 §7); ``strict`` makes unknown events raise ``UnknownEventError`` (08 D8).
@@ -128,8 +139,8 @@ def new_pipeline(
     Raises:
         RoutingError, UnsupportedOperationError: as ``_resolve``.
     """
-    client, spec, protocol = _resolve(source)
-    machine = protocol.new_machine(client, spec.profile, strict=strict, base_url=base_url)
+    client, profile, protocol = _resolve(source, model)
+    machine = protocol.new_machine(client, profile, strict=strict, base_url=base_url)
     return StreamPipeline(
         machine,
         client=client,
@@ -232,8 +243,8 @@ def check_config(
         UnsupportedParameterError: a value the client cannot send for this model.
         RoutingError, UnsupportedOperationError: an unknown or unbuilt client type.
     """
-    client, spec, protocol = _resolve(client_type)
-    protocol.check_config(client, spec.profile, model, coerce_config(client, config))
+    client, profile, protocol = _resolve(client_type, model)
+    protocol.check_config(client, profile, model, coerce_config(client, config))
 
 
 def build_request(
@@ -254,15 +265,13 @@ def build_request(
             config errors come before message-conversion errors (spec 02 §8).
         UnsupportedContentError: an item the model cannot take.
     """
-    client, spec, protocol = _resolve(client_type)
+    client, profile, protocol = _resolve(client_type, model)
     values = coerce_messages(client, messages)
     if protocol.traits.base_preflight:
         for index, message in enumerate(values):
             if not message.content_items:
                 raise InvalidMessageError(client, None, index, detail="no content items")
-    return protocol.build_request(
-        client, spec.profile, model, values, coerce_config(client, config)
-    )
+    return protocol.build_request(client, profile, model, values, coerce_config(client, config))
 
 
 def render(

@@ -37,6 +37,7 @@ __all__ = [
     "Finalizer",
     "ListingForm",
     "Machine",
+    "ModelClass",
     "NewFinalizer",
     "NewMachine",
     "Normalize",
@@ -92,6 +93,16 @@ class ServiceAccountKeys(enum.Enum):
 
 @final
 @attrs.frozen
+class ModelClass:
+    """Model ids whose lower-cased form contains ``token`` go to ``protocol`` with ``profile``."""
+
+    token: str
+    protocol: str
+    profile: Any = None
+
+
+@final
+@attrs.frozen
 class ClientSpec:
     """Everything the pure and I/O layers need to know about one client type (spec 04 §1)."""
 
@@ -128,6 +139,19 @@ class ClientSpec:
     #: type: ``(prefix, client type)`` (04 §2: openai-official's embedding ids).
     redirects: tuple[tuple[str, str], ...] = ()
     service_account_keys: ServiceAccountKeys = ServiceAccountKeys.NOT_A_CASE
+    #: Model classes this client serves through another protocol, first match wins (08 D64:
+    #: Gemini embedding models go to ``google-embedding`` on both Google client types); any
+    #: other id uses ``protocol`` and ``profile``.
+    model_classes: tuple[ModelClass, ...] = ()
+
+    def speaks(self, model: str | None) -> tuple[str, Any]:
+        """The protocol and profile this client uses for ``model`` (its own for ``None``)."""
+        if model is not None and self.model_classes:
+            key = model.lower()
+            for model_class in self.model_classes:
+                if model_class.token in key:
+                    return model_class.protocol, model_class.profile
+        return self.protocol, self.profile
 
 
 # --------------------------------------------------------------------------------------------

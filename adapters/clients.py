@@ -33,7 +33,7 @@ from . import _registry
 from ._catalog import CATALOG
 from ._convert import model_key
 from ._registry import CLIENTS, canonical_client_type
-from ._spec import AuthForm, ClientSpec, ListingForm, ServiceAccountKeys, Traits
+from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys, Traits
 from .anthropic_messages import profiles as anthropic_profiles
 from .anthropic_messages.request import ANTHROPIC_VERSION
 from .openai_chat import profiles as chat_profiles
@@ -112,7 +112,8 @@ _SPECS: Final = (
                model_prefixes=("claude-",), profile=anthropic_profiles.OFFICIAL),
     _google("google-official", "google-interactions", official=True,
             aliases=("gemini-official",), model_prefixes=("gemini-",),
-            service_account_keys=ServiceAccountKeys.REFUSED),
+            service_account_keys=ServiceAccountKeys.REFUSED,
+            model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("zai-official", "openai-chat", official=True, env="ZAI",
             default_base_url="https://api.z.ai/api/paas/v4/", model_prefixes=("glm-",),
             profile=chat_profiles.ZAI),
@@ -139,7 +140,8 @@ _SPECS: Final = (
     _anthropic("ant-messages", official=False, auth=AuthForm.X_API_KEY_AND_BEARER,
                profile=anthropic_profiles.COMPATIBLE),
     _google("google-genai", "google-genai", official=False, aliases=("gemini-generate-content",),
-            service_account_keys=ServiceAccountKeys.VERTEX),
+            service_account_keys=ServiceAccountKeys.VERTEX,
+            model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("mmsp", "mmsp", official=False, env="MMSP",
             default_base_url="http://127.0.0.1:25752/v1", open_server=True),
 )

@@ -201,7 +201,7 @@ async def _demo(delay: float, out: TextIO) -> int:
     async with simulator.Simulator.running(api_key=_DEMO_KEY, delay=delay) as sim:
         printer.line(f"Provider simulator listening on {sim.url} (loopback only)")
         for protocol in simulator.simulated_protocols():
-            spec, record = adapters.resolve(protocol)
+            spec, record, _ = adapters.resolve(protocol)
             base_url = sim.base_url(protocol)
             printer.line("")
             printer.line(

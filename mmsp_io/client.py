@@ -247,7 +247,7 @@ class AutoLLMClient:
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
         self._auth = adapters.auth_headers(self._client_type, self._api_key)
         self._default_headers = tuple((default_headers or {}).items())
-        self._traits = adapters.protocol_traits(spec.protocol)
+        self._traits = adapters.protocol_traits(spec.speaks(model)[0])
         self._error_for_status: ErrorForStatus | None = (
             functools.partial(_upstream_http_error, self._client_type)
             if self._traits.upstream_errors else None
@@ -431,7 +431,7 @@ class AutoLLMClient:
                 yielded = False
                 done_events: list[UniEvent] = []
                 pipeline = adapters.new_pipeline(client, strict=self._strict, clock=_now_ms,
-                                                 base_url=self._base_url)
+                                                 base_url=self._base_url, model=self._model)
                 try:
                     async with AsyncExitStack() as stack:
                         with abortable(signal, client):

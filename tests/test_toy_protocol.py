@@ -14,11 +14,14 @@ from collections.abc import Iterator
 from contextlib import aclosing
 from pathlib import Path
 
+import attrs
 import pytest
 
 import adapters
+from adapters import ModelClass
 from mmsp_core import (
     FinishReason,
+    IncompleteStreamError,
     MalformedEventError,
     ProviderHTTPError,
     ProviderStreamError,
@@ -31,10 +34,11 @@ from mmsp_core import (
     UniEvent,
     UniMessage,
     UnknownEventError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
     UsageMetadata,
 )
-from mmsp_core.testing import assert_stream_grammar
+from mmsp_core.testing import assert_stream_grammar, run
 from mmsp_io import AutoLLMClient, Timeouts
 from mmsp_io.cli import main
 from mmsp_io.simulator import Reply, Simulator
@@ -154,3 +158,27 @@ def test_the_cli_replays_a_toy_body(toy: None, tmp_path: Path,
     assert "text> Let me look that up." in out
     assert '[tool_call.done] get_weather {"city": "Paris"} (id=toy_1)' in out
     assert "[stop] finish_reason=tool_call" in out
+
+
+def test_a_client_row_sends_one_model_class_to_another_protocol(toy: None) -> None:
+    """08 D64's shape: one client type, two protocols chosen by the model's class."""
+    chat = adapters.CLIENTS["openai-chat"]
+    both = attrs.evolve(chat, client_type="chat-and-toy", aliases=(),
+                        model_classes=(ModelClass("-toy", "toy", TOY_CLIENT.profile),))
+    with adapters.register(None, [both]):
+        chat_request = adapters.build_request("chat-and-toy", "gpt-x", [QUESTION], None)
+        toy_request = adapters.build_request("chat-and-toy", "gpt-x-toy", [QUESTION], None)
+        body = adapters.render("toy", ITEMS[:1], USAGE, FinishReason.STOP)
+        as_chat = run(adapters.new_pipeline("chat-and-toy", clock=None), [body])
+        as_toy = run(adapters.new_pipeline("chat-and-toy", clock=None, model="gpt-x-toy"), [body])
+    assert chat_request.path == "/chat/completions"
+    assert toy_request.path == "/toy/v1/generate"
+    # Without a model the row's own protocol reads the body, and finds nothing in it.
+    assert isinstance(as_chat[1], IncompleteStreamError)
+    assert done_items(as_toy[0]) == [ITEMS[0]] and as_toy[1] is None
+
+
+def test_a_model_class_of_a_protocol_not_built_yet_is_refused_before_the_request() -> None:
+    with pytest.raises(UnsupportedOperationError) as caught:
+        adapters.build_request("google-official", "gemini-embedding-2", [QUESTION], None)
+    assert "google-embedding" in str(caught.value)
