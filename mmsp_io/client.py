@@ -254,7 +254,7 @@ class AutoLLMClient:
         )
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(
-            limits=_POOL_LIMITS, follow_redirects=False
+            limits=_POOL_LIMITS, follow_redirects=False, timeout=None
         )
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._max_retries = max_retries

@@ -10,19 +10,29 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
    from the provider's JSON error body (OpenAI, Anthropic and Google shapes).
 3. Otherwise it yields an async iterator that feeds every body chunk to
    ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until ``NEED_DATA``; at
-   the end of the body it calls ``receive_eof`` and drains until ``END``.
+   the end of the body it calls ``receive_eof`` and drains until ``END``. Once the pipeline
+   has seen its protocol's terminal event (``pipeline.finished``: ``message_stop``,
+   ``data: [DONE]``, ``response.completed``), nothing more is read: the response is closed at
+   once, releasing the connection, and the pipeline is drained the same way, so a server that
+   keeps the socket open after the end of the stream costs nothing (08 D56).
 4. A body cut mid-stream (``httpx.RemoteProtocolError``, ``ReadError``, ...) is treated as the
    end of the body: the pipeline's end-of-input path decides. If usage and finish reason had
    arrived the stream ends with its stop; otherwise the finalizer's ``IncompleteStreamError``
    is raised chained from the transport exception (08 D19).
-5. Leaving the context closes the response at once.
+5. Leaving the context closes the response at once. The body iterator is run to its end first
+   under a cancelled scope: httpx reads a body through a chain of nested async generators, and
+   closing only the outermost leaves the inner ones to the garbage collector, which trio
+   reports as a ``ResourceWarning`` for each.
 
 Timeouts (08 D22): every wait runs inside one ``anyio.CancelScope`` whose deadline is the
 earliest of the limits that apply to it: ``total`` (from the start of ``open_stream``),
 ``first_event`` (from the start until the first public event is handed out) and, for reads of
 the body, ``idle`` (a fresh allowance for each read, so the gap measured is the provider's, not
 the time the caller spent holding an event; keep-alive comments are bytes, so they count).
-``connect`` is httpx's connect (and pool) timeout of this request. Expiry raises
+``connect`` is httpx's connect (and pool) timeout of this request. The caller's own
+``httpx.AsyncClient`` keeps its timeout: its read timeout bounds every wait for bytes (it
+reports as ``idle``), its write timeout stands, and its connect and pool timeouts meet
+``connect``; where both apply the tighter wins (08 D62). Expiry raises
 ``StreamTimeoutError(client, which, seconds)``. No scope is held across a ``yield``, so the
 iterator is safe to abandon and runs unchanged under asyncio and trio.
 """
@@ -108,6 +118,7 @@ class _Deadlines:
 
     client: str
     timeouts: Timeouts
+    #: When the call started: ``total`` counts from here, across retries (08 D60).
     started: float = attrs.field(factory=anyio.current_time)
     first_event_seen: bool = False
 
@@ -134,9 +145,25 @@ class _Deadlines:
             raise StreamTimeoutError(self.client, which, seconds)
 
 
-def _http_timeout(timeouts: Timeouts) -> httpx.Timeout:
-    """httpx's own timeouts for one request: only connecting; reads are ours (module doc)."""
-    return httpx.Timeout(None, connect=timeouts.connect, pool=timeouts.connect)
+def _tighter(mine: float | None, theirs: float | None) -> float | None:
+    return theirs if mine is None else mine if theirs is None else min(mine, theirs)
+
+
+def _http_timeout(http_client: httpx.AsyncClient, timeouts: Timeouts) -> httpx.Timeout:
+    """httpx's timeouts for one request: the client's own, with ``connect`` on top of its
+    connect and pool timeouts, the tighter winning (08 D62, module doc)."""
+    given = http_client.timeout
+    return httpx.Timeout(
+        connect=_tighter(timeouts.connect, given.connect),
+        read=given.read,
+        write=given.write,
+        pool=_tighter(timeouts.connect, given.pool),
+    )
+
+
+def _read_timeout(client: str, http_client: httpx.AsyncClient) -> StreamTimeoutError:
+    """The error of the caller's read timeout: a wait for bytes that was too long (``idle``)."""
+    return StreamTimeoutError(client, "idle", http_client.timeout.read or math.inf)
 
 
 async def _send(
@@ -158,15 +185,33 @@ async def _send(
         with deadlines.guard(idle=False):
             return await http_client.send(request, stream=True, follow_redirects=follow_redirects)
     except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        raise StreamTimeoutError(client, "connect", deadlines.timeouts.connect or math.inf) from exc
+        seconds = _tighter(deadlines.timeouts.connect, http_client.timeout.connect)
+        raise StreamTimeoutError(client, "connect", seconds or math.inf) from exc
+    except httpx.ReadTimeout as exc:
+        raise _read_timeout(client, http_client) from exc
     except httpx.RequestError as exc:
         raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
 
 
-async def _read_bounded(response: httpx.Response, deadlines: _Deadlines, limit: int) -> bytes:
+async def _end_body(chunks: AsyncIterator[bytes]) -> None:
+    """Run httpx's body iterator to its end without reading on (module doc, step 5).
+
+    Each step runs under a cancelled scope, so the first wait for bytes ends the whole chain of
+    generators with the cancellation; bytes httpx already holds are dropped.
+    """
+    with anyio.CancelScope(shield=True):
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            try:
+                while True:
+                    await chunks.__anext__()
+            except Exception:  # StopAsyncIteration or a cut: either way the chain ended
+                pass
+
+
+async def _read_bounded(chunks: AsyncIterator[bytes], deadlines: _Deadlines, limit: int) -> bytes:
     """Read at most ``limit`` bytes of the body; stop early, without error, on a cut."""
     body = bytearray()
-    chunks = response.aiter_bytes()
     while len(body) < limit:
         try:
             with deadlines.guard(idle=True):
@@ -178,12 +223,15 @@ async def _read_bounded(response: httpx.Response, deadlines: _Deadlines, limit: 
 
 
 async def _raise_for_status(
-    response: httpx.Response, deadlines: _Deadlines, error_for_status: ErrorForStatus | None
+    response: httpx.Response,
+    chunks: AsyncIterator[bytes],
+    deadlines: _Deadlines,
+    error_for_status: ErrorForStatus | None,
 ) -> None:
     """Raise the error of a non-2xx answer (3xx included: nothing is followed, 08 D16, D19)."""
     if 200 <= response.status_code < 300:
         return
-    body = await _read_bounded(response, deadlines, ERROR_PREVIEW_BYTES)
+    body = await _read_bounded(chunks, deadlines, ERROR_PREVIEW_BYTES)
     build = error_for_status or functools.partial(provider_http_error, deadlines.client)
     raise build(response.status_code, response.headers, body)
 
@@ -198,6 +246,7 @@ async def open_stream(
     client: str,
     timeouts: Timeouts,
     error_for_status: ErrorForStatus | None = None,
+    started: float | None = None,
 ) -> AsyncIterator[AsyncIterator[UniEvent]]:
     """Send ``request`` to ``url`` and stream the public events of its body (09).
 
@@ -213,6 +262,8 @@ async def open_stream(
         timeouts: the four named timeouts (08 D22).
         error_for_status: builds the exception of a non-2xx answer from
             ``(status, headers, body_preview)``; ``provider_http_error`` when ``None``.
+        started: when the call began (``anyio.current_time()``), for a caller that retries:
+            ``total`` counts from there (08 D60); ``None`` means now.
 
     Raises:
         ProviderConnectionError: no response (08 D19).
@@ -221,34 +272,51 @@ async def open_stream(
         MMSPError: whatever the pipeline raises, in stream order; ``IncompleteStreamError``
             after a cut body is chained from the transport exception (08 D19).
     """
-    deadlines = _Deadlines(client, timeouts)
+    deadlines = _deadlines(client, timeouts, started)
     http_request = http_client.build_request(
         request.method, url, headers=request.headers, content=request.body or None,
-        timeout=_http_timeout(timeouts),
+        timeout=_http_timeout(http_client, timeouts),
     )
     response = await _send(http_client, http_request, deadlines, follow_redirects=False)
+    chunks = response.aiter_bytes()
     try:
-        await _raise_for_status(response, deadlines, error_for_status)
-        events = _events(response, pipeline, deadlines)
+        await _raise_for_status(response, chunks, deadlines, error_for_status)
+        events = _events(response, chunks, pipeline, deadlines, http_client)
         try:
             yield events
         finally:
             await events.aclose()
     finally:
-        await _close(response)
+        await _close(response, chunks)
 
 
-async def _close(response: httpx.Response) -> None:
-    """Close ``response`` even inside a cancelled scope (the caller's cancellation or ours)."""
+def _deadlines(client: str, timeouts: Timeouts, started: float | None) -> _Deadlines:
+    if started is None:
+        return _Deadlines(client, timeouts)
+    return _Deadlines(client, timeouts, started)
+
+
+async def _close(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    """End the body iterator and close ``response``, even inside a cancelled scope (the
+    caller's cancellation or ours); closing twice does nothing more."""
+    await _end_body(chunks)
     with anyio.move_on_after(_CLOSE_SECONDS, shield=True):
         await response.aclose()
 
 
 async def _events(
-    response: httpx.Response, pipeline: StreamPipeline, deadlines: _Deadlines
+    response: httpx.Response,
+    chunks: AsyncIterator[bytes],
+    pipeline: StreamPipeline,
+    deadlines: _Deadlines,
+    http_client: httpx.AsyncClient,
 ) -> AsyncGenerator[UniEvent, None]:
-    """The public events of ``response``'s body, step 3 and 4 of the module doc."""
-    chunks = response.aiter_bytes()
+    """The public events of ``response``'s body, steps 3 and 4 of the module doc.
+
+    Raises:
+        StreamTimeoutError: a named timeout, or the caller's read timeout, expired.
+        MMSPError: whatever the pipeline raises.
+    """
     cut: BaseException | None = None
     while True:
         try:
@@ -260,11 +328,17 @@ async def _events(
         if event is END:
             return
         if event is NEED_DATA:
+            if getattr(pipeline, "finished", False):  # the terminal event came (08 D56)
+                await _close(response, chunks)
+                pipeline.receive_eof()
+                continue
             try:
                 with deadlines.guard(idle=True):
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 pipeline.receive_eof()
+            except httpx.ReadTimeout as exc:
+                raise _read_timeout(deadlines.client, http_client) from exc
             except _TRANSPORT_ERRORS as exc:
                 cut = exc
                 pipeline.receive_eof()
@@ -285,11 +359,13 @@ async def fetch_body(
     headers: tuple[tuple[str, str], ...] = (),
     follow_redirects: bool = False,
     error_for_status: ErrorForStatus | None = None,
+    started: float | None = None,
 ) -> tuple[bytes, httpx.Headers]:
     """``GET`` a whole body of at most ``limit`` bytes, under the same timeouts as a stream.
 
     Used for ``list_models`` (authenticated, so never redirected, 08 D16) and for remote images
-    (no credentials, so redirects may be followed, 08 D37).
+    (no credentials, so redirects may be followed, 08 D37). ``started`` is as for
+    ``open_stream``.
 
     Returns:
         The body and the response headers.
@@ -300,27 +376,29 @@ async def fetch_body(
         StreamTimeoutError: a named timeout expired.
         StreamLimitError: the body is longer than ``limit`` (``what="response body"``).
     """
-    deadlines = _Deadlines(client, timeouts)
+    deadlines = _deadlines(client, timeouts, started)
     request = http_client.build_request("GET", url, headers=headers,
-                                        timeout=_http_timeout(timeouts))
+                                        timeout=_http_timeout(http_client, timeouts))
     response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)
+    chunks = response.aiter_bytes()
     try:
-        await _raise_for_status(response, deadlines, error_for_status)
+        await _raise_for_status(response, chunks, deadlines, error_for_status)
         body = bytearray()
-        chunks = response.aiter_bytes()
         while True:
             try:
                 with deadlines.guard(idle=True):
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 return bytes(body), response.headers
+            except httpx.ReadTimeout as exc:
+                raise _read_timeout(client, http_client) from exc
             except _TRANSPORT_ERRORS as exc:
                 raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
             body += chunk
             if len(body) > limit:
                 raise StreamLimitError("response body", limit, len(body))
     finally:
-        await _close(response)
+        await _close(response, chunks)
 
 
 # --------------------------------------------------------------------------------------------

@@ -92,8 +92,9 @@ async def test_sends_the_request_as_built_without_following_redirects(
     assert (request.method, str(request.url)) == ("POST", URL)
     assert request.headers["authorization"] == "Bearer k"
     assert request.content == b'{"model":"m"}'
-    # httpx only times out connecting; reads are timed by the driver itself.
-    assert request.extensions["timeout"] == {"connect": 3.0, "read": None, "write": None,
+    # The caller's client keeps its timeouts (httpx's default 5 s); ``connect`` applies on top
+    # of its connect and pool timeouts, the tighter winning (08 D62).
+    assert request.extensions["timeout"] == {"connect": 3.0, "read": 5.0, "write": 5.0,
                                              "pool": 3.0}
 
 

@@ -9,7 +9,9 @@ So the public stream must give back exactly the items, usage and finish reason s
 
 from __future__ import annotations
 
+import gc
 import socket
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, contextmanager
 from pathlib import Path
@@ -206,6 +208,47 @@ async def test_list_models(protocol: str, tmp_path: Path) -> None:
         client_for(sim, protocol, tmp_path) as client,
     ):
         assert await client.list_models() == ["sim-a", "sim-b"]
+
+
+@pytest.mark.parametrize("keepalive", [None, 0.05])
+async def test_a_stream_ends_at_its_terminal_event_on_a_connection_held_open(
+    protocol: str, keepalive: float | None, tmp_path: Path
+) -> None:
+    """08 D56: the whole body then a server that keeps the socket open (silent, or sending
+    keep-alive comments): the last item and the stop come at once, and the client closes the
+    connection instead of waiting for the idle timeout."""
+    reply = scenario(protocol, stall_at=len(body_of(protocol)), keepalive=keepalive)
+    async with (
+        Simulator.running(reply) as sim,
+        client_for(sim, protocol, tmp_path, timeouts=Timeouts(first_event=10, idle=3)) as client,
+    ):
+        with anyio.fail_after(2):
+            events, error = await collect(client.streaming_response([QUESTION], CONFIG))
+            await wait_disconnect(sim)
+    assert error is None
+    assert done_items(events) == list(SCENARIOS[protocol])
+    assert events[-1].event_type == "stop"
+    assert events[-1].usage_metadata == USAGE
+
+
+async def test_leaving_a_stream_early_leaves_no_generator_to_the_garbage_collector(
+    protocol: str, tmp_path: Path
+) -> None:
+    """08 D62: httpx reads a body through nested async generators; leaving early must end
+    them all, or trio warns (``ResourceWarning``) about each one collected unfinished."""
+    async with (
+        Simulator.running(scenario(protocol, stall_at=half_events(protocol))) as sim,
+        client_for(sim, protocol, tmp_path) as client,
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                async with aclosing(client.streaming_response([QUESTION], None)) as stream:
+                    async for _event in stream:
+                        break
+                gc.collect()
+                await anyio.sleep(0.01)
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 # -- a tool-call round trip and the history ----------------------------------------------------
@@ -430,6 +473,29 @@ async def test_a_stall_trips_the_named_timeout(
     assert error.retryable
     assert all(e.event_type == "delta" for e in events)
     assert traces(tmp_path) == []
+
+
+@pytest.mark.parametrize("stall", ["before_headers", "half"])
+async def test_the_timeout_of_a_callers_http_client_stands(
+    protocol: str, stall: str, tmp_path: Path
+) -> None:
+    """08 D62: the caller's ``httpx.AsyncClient(timeout=0.3)`` keeps its read timeout under
+    the library's looser named timeouts: the tighter one wins."""
+    delivery: dict[str, Any] = (
+        {"stall_before_headers": True} if stall == "before_headers"
+        else {"stall_at": half_events(protocol)}
+    )
+    async with (
+        Simulator.running(scenario(protocol, **delivery)) as sim,
+        httpx.AsyncClient(timeout=0.3) as http_client,
+        client_for(sim, protocol, tmp_path, http_client=http_client,
+                   timeouts=Timeouts(first_event=3, idle=3)) as client,
+    ):
+        with anyio.fail_after(2):
+            events, error = await collect(client.streaming_response([QUESTION], None))
+    assert isinstance(error, StreamTimeoutError)
+    assert (error.which, error.seconds) == ("idle", 0.3)
+    assert all(e.event_type == "delta" for e in events)
 
 
 # -- retries ---------------------------------------------------------------------------------
