@@ -11,7 +11,9 @@ A protocol's machine is a subclass of ``TableMachine`` that declares three thing
   returns the one client event of that wire event, or ``None`` when the event makes no sense
   in the machine's current sub-state (a delta for a block that is not open).
 * ``TERMINAL``: the states reached by the protocol's terminal event (``message_stop``,
-  ``[DONE]``, ``response.completed``); entering one sets ``finished`` (08 D56).
+  ``[DONE]``, ``response.completed`` / ``incomplete`` / ``failed``); entering one sets
+  ``finished``, which ``StreamPipeline`` reads to ignore everything after that event and to
+  tell the I/O layer it may stop reading (08 D56).
 
 ``next_events`` looks the row up and runs the handler. A missing row (an unknown name, or a
 known name in a state where it has no row) and a handler's ``None`` are the same case: the

@@ -9,7 +9,18 @@ at a time (an event with several items is split, its usage/finish part last). Af
 
 An exception from any stage is held until every public event decided before it has been
 handed out, then raised from ``next_event``; the pipeline is then in ``ERROR`` and every later
-call raises ``RuntimeError``. So the output never depends on where the bytes were cut.
+call raises ``RuntimeError``. A decoder error raised by ``receive_data`` is about bytes after
+every SSE event already queued, so it waits behind them. So the output never depends on where
+the bytes were cut.
+
+The terminal event (08 D56): a machine that has a ``finished`` attribute (every machine built
+on the kernel, ``adapters._table``) sets it when its protocol's terminal event arrives
+(``message_stop``, ``data: [DONE]``, ``response.completed``, ...). From then on the pipeline
+ignores everything after that event, in both modes: the SSE events still queued are dropped
+with any decoder error behind them, later ``receive_data`` bytes are accepted and never
+decoded, and draining after ``receive_eof`` skips ``decoder.close()``. So a body read past its
+terminal event (a server that keeps the connection open, or sends more) gives the same result
+as one read up to it; ``finished`` tells the I/O layer that it may stop reading.
 """
 
 from __future__ import annotations
@@ -27,7 +38,12 @@ __all__ = ["END", "NEED_DATA", "Decoder", "Finalizer", "Machine", "PipelineState
 
 
 class Machine(Protocol):
-    """One wire protocol's parser: SSE events in, client-stream events out (spec 02 §2.1)."""
+    """One wire protocol's parser: SSE events in, client-stream events out (spec 02 §2.1).
+
+    A machine whose protocol has a terminal event also has a ``finished`` attribute, false
+    until that event has been taken (08 D56); the pipeline reads it when it is built, so the
+    attribute must exist from construction on.
+    """
 
     def next_events(self, sse: SSEEvent) -> list[UniEvent]:
         """Return the client events of one SSE event (all-or-nothing)."""
@@ -119,6 +135,11 @@ class StreamPipeline:
         self._sse: deque[SSEEvent] = deque()
         self._out: deque[UniEvent] = deque()
         self._failure: BaseException | None = None
+        #: A decoder error from ``receive_data``: raised once the queued SSE events are used.
+        self._feed_failure: BaseException | None = None
+        #: The machine reports its terminal event (08 D56); checked once, not per event.
+        self._has_terminal = hasattr(machine, "finished")
+        self._finished = False
         self._stage = _Stage.DECODER_CLOSE
         self._state = PipelineState.OPEN
 
@@ -127,20 +148,34 @@ class StreamPipeline:
         """``OPEN``, ``EOF``, ``CLOSED`` or ``ERROR``."""
         return self._state
 
+    @property
+    def finished(self) -> bool:
+        """The machine has taken its protocol's terminal event: the I/O layer may stop reading
+        now (and close the response), then call ``receive_eof`` and drain ``next_event``.
+
+        Set while ``next_event`` runs the terminal event, so it is seen at the first
+        ``NEED_DATA`` after it; always false for a protocol without a terminal event, which
+        ends at the end of the body (08 D56). Bytes received after it are ignored.
+        """
+        return self._finished
+
     def receive_data(self, data: bytes) -> None:
         """Buffer body bytes. Errors they cause come out of ``next_event`` in stream order.
+
+        Once ``finished`` is true (or an error is pending) the bytes are accepted and
+        ignored: nothing after the terminal event counts (08 D56).
 
         Raises:
             RuntimeError: after ``receive_eof`` or after an error.
         """
         if self._state is not PipelineState.OPEN:
             raise RuntimeError(f"receive_data in state {self._state.name}")
-        if self._failure is not None:
+        if self._finished or self._failure is not None or self._feed_failure is not None:
             return
         try:
             self._sse.extend(self._decoder.feed(data))
         except Exception as exc:
-            self._failure = exc
+            self._feed_failure = exc
 
     def receive_eof(self) -> None:
         """Mark the end of the body.
@@ -163,11 +198,14 @@ class StreamPipeline:
         while True:
             if out:
                 return out.popleft()
-            if self._sse and self._failure is None:
-                self._run_machine(self._sse.popleft())
-                continue
             if self._failure is not None:
                 return self._raise_failure()
+            if self._sse:
+                self._run_machine(self._sse.popleft())
+                continue
+            if self._feed_failure is not None:
+                self._failure, self._feed_failure = self._feed_failure, None
+                continue
             if self._state is PipelineState.OPEN:
                 return NEED_DATA
             if self._state is PipelineState.CLOSED:
@@ -179,11 +217,17 @@ class StreamPipeline:
     # -- stages ----------------------------------------------------------------------------
 
     def _run_machine(self, sse: SSEEvent) -> None:
+        machine = self._machine
         try:
-            events = self._machine.next_events(sse)
+            events = machine.next_events(sse)
         except Exception as exc:
             self._failure = exc
             return
+        if self._has_terminal and machine.finished:  # type: ignore[attr-defined]
+            # 08 D56: whatever was decoded after the terminal event is dropped.
+            self._finished = True
+            self._sse.clear()
+            self._feed_failure = None
         self._push(events)
 
     def _push(self, events: list[UniEvent]) -> None:
@@ -214,7 +258,8 @@ class StreamPipeline:
         self._stage = _Stage(stage + 1)
         try:
             if stage is _Stage.DECODER_CLOSE:
-                self._sse.extend(self._decoder.close())
+                if not self._finished:  # nothing after the terminal event counts (08 D56)
+                    self._sse.extend(self._decoder.close())
             elif stage is _Stage.MACHINE_FINISH:
                 self._push(self._machine.finish())
             elif stage is _Stage.ITEMS_END:
@@ -230,4 +275,5 @@ class StreamPipeline:
         self._failure = None
         self._state = PipelineState.ERROR
         self._sse.clear()
+        self._feed_failure = None
         raise failure

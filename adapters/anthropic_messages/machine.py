@@ -17,7 +17,9 @@ Message states (``_State``)::
 
 ``error`` and the names in ``SKIPPED_EVENTS`` have a row in every state. A name with no row
 at all is unknown; a known name without a row for the current state makes no sense there
-(a ``content_block_delta`` before ``message_start``, anything after ``message_stop``). The
+(a ``content_block_delta`` before ``message_start``). ``message_stop`` sets ``finished``, and
+the pipeline ignores whatever follows it (08 D56); a caller driving the machine itself finds
+later events out of place. The
 kernel skips both with an empty delta event, or raises ``UnknownEventError`` in strict mode
 (08 D8, D45). So is a handler's ``None``: an event for a block index that is not open, a
 block index opened twice, a known delta type inside the wrong kind of block.

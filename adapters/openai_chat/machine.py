@@ -13,8 +13,9 @@ Each SSE event is first classified into a wire event name:
 ``ChatMachine`` is a ``TableMachine`` (``adapters._table``): ``classify`` gives that name and
 the data text, which only the handler parses, and ``TRANSITIONS`` maps ``(state, wire event
 name)`` to a handler and the next state. There are two states: STREAMING until ``[DONE]``,
-then DONE (terminal: ``finished`` is set), which has no rows, so every later event is out of
-place (08 D45: skipped, or ``UnknownEventError`` in strict mode) and is never parsed. An
+then DONE (terminal: ``finished`` is set, and the pipeline gives the machine nothing more,
+08 D56). DONE has no rows, so a caller driving the machine itself finds every later event out
+of place (08 D45: skipped, or ``UnknownEventError`` in strict mode), never parsed. An
 ``"unknown"`` name has no row at all. A stream that ends without ``[DONE]`` is not an error
 by itself: the finalizer decides from usage and finish reason.
 
@@ -260,8 +261,9 @@ class ChatMachine(TableMachine):
 
     INITIAL = _State.STREAMING
     TERMINAL = frozenset({_State.DONE})
-    #: (state, wire event name) -> (handler, next state). DONE has no rows: everything after
-    #: ``[DONE]`` is out of place (08 D45).
+    #: (state, wire event name) -> (handler, next state). DONE has no rows: the pipeline
+    #: ignores everything after ``[DONE]`` (08 D56), and to the machine itself it is out of
+    #: place (08 D45).
     TRANSITIONS: ClassVar[Transitions] = {
         (_State.STREAMING, "chunk"): (_on_chunk, _State.STREAMING),
         (_State.STREAMING, "[DONE]"): (skip, _State.DONE),

@@ -41,7 +41,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 from mmsp_core.sse import SSEEvent
-from mmsp_core.testing import assert_stream_grammar, run
+from mmsp_core.testing import assert_stream_grammar, outcome, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, json_objects, usage
 
 SOURCE = "ant-messages"
@@ -504,8 +504,15 @@ OUT_OF_PLACE = {
         + block_stop(1),
         stop_reason="tool_use",
     ),
-    "event after message_stop": finished(text_block(0, "ok")) + text_block(1, "late"),
-    "second message_start": finished(text_block(0, "ok")) + message_start(),
+}
+
+#: What follows ``message_stop`` is ignored by the pipeline in both modes (08 D56).
+AFTER_MESSAGE_STOP = {
+    "event after message_stop": text_block(1, "late"),
+    "second message_start": message_start(),
+    "a second message": finished(text_block(0, "late")),
+    "an error event": frame("error", {"type": "error", "error": {"type": "x", "message": "m"}}),
+    "not json, unknown": frame("content_block_delta", "{late") + frame("brand_new", "late"),
 }
 
 
@@ -521,6 +528,19 @@ def test_known_events_out_of_place_are_skipped(body: bytes) -> None:
 def test_known_events_out_of_place_raise_in_strict_mode(body: bytes) -> None:
     _, error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(error, UnknownEventError)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("tail", AFTER_MESSAGE_STOP.values(), ids=AFTER_MESSAGE_STOP.keys())
+def test_whatever_follows_message_stop_is_ignored_in_both_modes(tail: bytes, strict: bool) -> None:
+    """08 D56 (replacing D45 after the terminal event): the answer is the one that ends at
+    ``message_stop``, however the bytes were read."""
+    answer = finished(text_block(0, "ok"))
+    expected = decode_every_way(SOURCE, answer, strict=strict)
+    assert expected[1] is None
+    events, error = decode_every_way(SOURCE, answer + tail, strict=strict)
+    assert error is None
+    assert outcome(events, error) == outcome(*expected)
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 from mmsp_core.sse import SSEEvent
-from mmsp_core.testing import assert_stream_grammar, run
+from mmsp_core.testing import assert_stream_grammar, outcome, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, usage
 
 SOURCE = "openai-chat"
@@ -464,13 +464,27 @@ def test_openrouter_fix_only_on_openrouter() -> None:
     assert stop(fixed).usage_metadata == UsageMetadata(None, 10, 5, 2)
 
 
-def test_events_after_done_are_out_of_place() -> None:
-    body = chunk({"content": "x"}) + END + chunk({"content": "late"}) + DONE
-    events, error = decode_every_way(SOURCE, body)
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        chunk({"content": "late"}) + DONE,
+        b"data: {late\n\n",
+        b"event: error\ndata: {}\n\n",
+        data({"error": {"message": "late"}}),
+        b"event: brand_new\ndata: x\n\n",
+    ],
+    ids=["chunk", "not-json", "error-frame", "error-chunk", "unknown"],
+)
+def test_events_after_done_are_ignored_in_both_modes(tail: bytes, strict: bool) -> None:
+    """08 D56 (replacing D45 after the terminal event): the answer is the one that ends at
+    ``[DONE]``, however the bytes were read."""
+    answer = chunk({"content": "x"}) + END
+    expected = decode_every_way(SOURCE, answer, strict=strict)
+    assert expected[1] is None and done(expected[0]) == [TextDone("x")]
+    events, error = decode_every_way(SOURCE, answer + tail, strict=strict)
     assert error is None
-    assert done(events) == [TextDone("x")]
-    _, strict_error = decode_every_way(SOURCE, body, strict=True)
-    assert isinstance(strict_error, UnknownEventError)  # 08 D45
+    assert outcome(events, error) == outcome(*expected)
 
 
 def test_unknown_event_name_is_skipped_or_strict() -> None:

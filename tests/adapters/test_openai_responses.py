@@ -474,11 +474,16 @@ OUT_OF_PLACE = [
      {"type": "response.output_text.delta", "output_index": 3, "delta": "x"}, completed()],
     # an item announced twice
     [*message(0, "a"), message(0, "a")[0], completed()],
-    # content after the response completed
-    [*message(0, "a"), completed(), *message(1, "late")],
-    # a second terminal event
-    [*message(0, "a"), completed(), completed()],
 ]
+
+#: What follows the terminal event is ignored by the pipeline in both modes (08 D56).
+AFTER_TERMINAL = {
+    "content": message(1, "late"),
+    "a second terminal event": [completed()],
+    "a failure": [{"type": "response.failed", "response": {"error": {"message": "late"}}}],
+    "an error": [{"type": "error", "message": "late"}],
+    "an unknown event": [{"type": "response.future_feature"}],
+}
 
 
 @pytest.mark.parametrize("events", OUT_OF_PLACE, ids=range(len(OUT_OF_PLACE)))
@@ -490,6 +495,21 @@ def test_out_of_place_events_are_like_unknown_ones(events: list[dict[str, Any]])
     assert done_items(lenient)[0]["type"] in ("text.done", "tool_call.done")
     _, strict_error = decode(PROTOCOL, body, strict=True)
     assert isinstance(strict_error, UnknownEventError)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("terminal", ["completed", "incomplete"])
+@pytest.mark.parametrize("tail", AFTER_TERMINAL.values(), ids=AFTER_TERMINAL.keys())
+def test_whatever_follows_the_terminal_event_is_ignored(
+    tail: list[dict[str, Any]], terminal: str, strict: bool
+) -> None:
+    """08 D56 (replacing D45 after the terminal event), ``response.completed`` and
+    ``response.incomplete`` alike: the answer ends there, however the bytes were read."""
+    answer = sse(*message(0, "a"), completed(terminal))
+    expected = decode(PROTOCOL, answer, strict=strict)
+    finished(*expected)
+    events, error = decode(PROTOCOL, answer + sse(*tail) + b"data: {late\n\n", strict=strict)
+    assert outcome(events, error) == outcome(*expected)
 
 
 def test_unknown_event_is_skipped_or_strict_error() -> None:

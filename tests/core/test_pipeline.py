@@ -32,6 +32,7 @@ from mmsp_core import (
     TextDone,
     ToolCallDelta,
     UniEvent,
+    UnknownEventError,
     UsageMetadata,
     error_from_wire,
     to_wire,
@@ -330,3 +331,124 @@ def test_an_item_on_a_delta_event_with_usage_comes_out_before_the_protocol_error
     events, error = run(pipeline, [body])
     assert [e.content_items[0] for e in events] == [TextDelta("hi")]
     assert isinstance(error, StreamProtocolError)
+
+
+# -- the terminal event (08 D56) ------------------------------------------------------------------
+
+
+TERMINAL = b"data: [DONE]\n\n"
+#: Over every line of the answers below, under the over-long lines.
+LINE_LIMIT = 256
+
+
+class _EndsAtDone:
+    """A kernel-like machine: client events in MMSP JSON until ``[DONE]``, which sets
+    ``finished``; like a strict kernel machine, it refuses anything after that."""
+
+    def __init__(self) -> None:
+        self.inner = JsonEventsMachine("json")
+        self.finished = False
+
+    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
+        if self.finished:
+            raise UnknownEventError("json", sse.data, detail="after [DONE]")
+        if sse.data == "[DONE]":
+            self.finished = True
+            return [UniEvent("delta")]
+        return self.inner.next_events(sse)
+
+    def finish(self) -> list[UniEvent]:
+        return []
+
+
+def ends_at_done(decoder: Decoder | None = None) -> StreamPipeline:
+    return StreamPipeline(_EndsAtDone(), client="test", clock=ticking(), decoder=decoder)
+
+
+def pulled_after_feeding(pipeline: StreamPipeline, chunks: Sequence[bytes]) -> Any:
+    """The outcome when every chunk (and the EOF) is fed before the first ``next_event``."""
+    events: list[UniEvent] = []
+    for chunk in chunks:
+        pipeline.receive_data(chunk)
+    pipeline.receive_eof()
+    try:
+        while (event := pipeline.next_event()) is not END:
+            assert isinstance(event, UniEvent)
+            events.append(event)
+    except MMSPError as exc:
+        return outcome(events, exc)
+    return outcome(events, None)
+
+
+ANSWER = body(UniEvent("delta", (TextDelta("a"),)), STOP) + TERMINAL
+#: What may follow the terminal event: each would be an error or an event before it.
+AFTER_TERMINAL = {
+    "an event": frame(UniEvent("delta", (TextDelta("late"),))),
+    "not json": b"data: {oops\n\n",
+    "an over-long line": b"data: " + b"x" * 2 * LINE_LIMIT + b"\n\n",
+    "an unterminated event": b"data: {",
+    "a second terminal": TERMINAL,
+}
+
+
+@pytest.mark.parametrize("tail", AFTER_TERMINAL.values(), ids=AFTER_TERMINAL.keys())
+def test_everything_after_the_terminal_event_is_ignored(tail: bytes) -> None:
+    def make() -> StreamPipeline:
+        return ends_at_done(SSEDecoder(max_line_bytes=LINE_LIMIT))
+
+    expected = every_way(ANSWER, make)
+    assert expected[1] is None
+    assert every_way(ANSWER + tail, make) == expected
+    chunks = [ANSWER[:5], ANSWER[5:] + tail[:3], tail[3:]]
+    assert outcome(*run(make(), chunks)) == expected
+    assert pulled_after_feeding(make(), chunks) == expected
+
+
+def test_finished_is_set_by_the_terminal_event_and_later_bytes_are_accepted_and_ignored() -> None:
+    pipeline = ends_at_done(SSEDecoder(max_line_bytes=LINE_LIMIT))
+    assert not pipeline.finished
+    pipeline.receive_data(ANSWER[:-len(TERMINAL)])
+    while pipeline.next_event() is not NEED_DATA:
+        pass
+    assert not pipeline.finished
+    pipeline.receive_data(TERMINAL)
+    assert pipeline.next_event() is NEED_DATA
+    assert pipeline.finished
+    pipeline.receive_data(AFTER_TERMINAL["an over-long line"])  # ignored, not a limit error
+    assert pipeline.next_event() is NEED_DATA
+    pipeline.receive_eof()
+    done = pipeline.next_event()
+    assert isinstance(done, UniEvent) and done.content_items == (TextDone("a"),)
+    stop = pipeline.next_event()
+    assert isinstance(stop, UniEvent) and stop.event_type == "stop"
+    assert pipeline.next_event() is END
+    with pytest.raises(RuntimeError):
+        pipeline.receive_data(b"")
+
+
+def test_a_machine_without_a_terminal_event_never_finishes() -> None:
+    pipeline = new()
+    events, error = run(pipeline, [body(UniEvent("delta", (TextDelta("a"),)), STOP)])
+    assert error is None and events[-1].event_type == "stop"
+    assert not pipeline.finished
+
+
+def test_a_decoder_error_comes_after_the_events_fed_before_it_however_they_were_fed() -> None:
+    data = body(UniEvent("delta", (TextDelta("a"),))) + b"data: " + b"x" * 2 * LINE_LIMIT + b"\n\n"
+    chunks = [data[:20], data[20:100], data[100:], frame(STOP)]
+    events, error = every_way(b"".join(chunks), lambda: new(SSEDecoder(max_line_bytes=LINE_LIMIT)))
+    assert [e["content_items"][0]["text"] for e in events] == ["a"]
+    assert error["error"]["type"] == "StreamLimitError"
+    fed_first = pulled_after_feeding(new(SSEDecoder(max_line_bytes=LINE_LIMIT)), chunks)
+    assert fed_first == (events, error)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_any_chunking_of_a_body_past_its_terminal_event_gives_the_answer(
+    data: st.DataObject,
+) -> None:
+    tail = b"".join(data.draw(st.lists(st.sampled_from(sorted(AFTER_TERMINAL.values())))))
+    chunks = data.draw(chunked(ANSWER + tail))
+    expected = outcome(*run(ends_at_done(SSEDecoder(max_line_bytes=LINE_LIMIT)), [ANSWER]))
+    assert outcome(*run(ends_at_done(SSEDecoder(max_line_bytes=LINE_LIMIT)), chunks)) == expected
