@@ -48,6 +48,8 @@ __all__ = [
     "WireFormatError",
     "fields_of",
     "preview",
+    "redact",
+    "redact_error",
 ]
 
 _PREVIEW_WHOLE: Final = 160
@@ -59,6 +61,86 @@ def preview(text: str) -> str:
     if len(text) <= _PREVIEW_WHOLE:
         return text
     return text[:_PREVIEW_EDGE] + "...[truncated]..." + text[-_PREVIEW_EDGE:]
+
+
+#: What stands where a secret was removed.
+REDACTED: Final = "[redacted]"
+#: 08 D61: a key's first characters may show (a vendor prefix such as ``sk-ant-api03-``), no
+#: run of this many characters of the rest may.
+_SECRET_SHOWN: Final = 8
+_SECRET_RUN: Final = 12
+
+
+def redact(text: str, secret: str) -> str:
+    """Return ``text`` with ``secret`` removed, whole and in part (08 D61).
+
+    The whole secret is replaced by ``[redacted]``, and so is every stretch of ``text`` made of
+    overlapping runs of 12 characters taken from the secret after its first 8. So a piece of the
+    key that survived shortening (``preview`` keeps the first and last 72 characters, which may
+    cut a key in two) is removed as well: redacting after shortening then leaves no more than
+    redacting before it would. The functions that build errors never see the key; the layer
+    that holds it calls this (or ``redact_error``) on everything it lets out.
+    """
+    if not secret:
+        return text
+    text = text.replace(secret, REDACTED)
+    tail = secret[_SECRET_SHOWN:]
+    if len(tail) < _SECRET_RUN:
+        return text
+    runs = {tail[i : i + _SECRET_RUN] for i in range(len(tail) - _SECRET_RUN + 1)}
+    covered_until = -1
+    spans: list[tuple[int, int]] = []
+    for start in range(len(text) - _SECRET_RUN + 1):
+        if text[start : start + _SECRET_RUN] in runs:
+            end = start + _SECRET_RUN
+            if spans and start <= covered_until:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+            covered_until = end
+    if not spans:
+        return text
+    pieces, position = [], 0
+    for start, end in spans:
+        pieces += [text[position:start], REDACTED]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _redact_value(value: Any, secret: str) -> Any:
+    """``value`` with ``secret`` redacted from every string in it (JSON-like containers)."""
+    if isinstance(value, str):
+        return redact(value, secret)
+    if isinstance(value, Mapping):
+        return {_redact_value(k, secret): _redact_value(v, secret) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return type(value)(_redact_value(v, secret) for v in value)
+    return value
+
+
+def redact_error(exc: BaseException, secret: str) -> None:
+    """Remove ``secret`` (whole and in part, see ``redact``) from ``exc`` in place (08 D61).
+
+    Every text an error shows is covered: each field of an ``MMSPError`` (``detail``,
+    ``provider_message``, ``event``, ``raw_arguments_preview``, an ``UpstreamError``'s
+    ``error`` object, ...), ``args`` (``str`` and ``repr`` of other exceptions), and the same
+    for every exception in its ``__cause__`` / ``__context__`` chain, which a traceback shows.
+    """
+    if not secret:
+        return
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MMSPError):
+            for field in attrs.fields(type(current)):
+                value = getattr(current, field.name)
+                redacted = _redact_value(value, secret)
+                if redacted != value:
+                    setattr(current, field.name, redacted)
+        current.args = tuple(_redact_value(arg, secret) for arg in current.args)
+        current = current.__cause__ or current.__context__
 
 
 @attrs.define(auto_exc=True, slots=False)

@@ -22,8 +22,10 @@ What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
 The key-safety rule (spec 04 §3, 08 D16, D25): the environment's key goes only to the
 environment's endpoint or the vendor default; a ``base_url`` given in code needs its
 ``api_key`` given in code (else ``ApiKeyRequiredError`` at construction). Keys never appear in
-an exception message, a ``repr``, a log line or a trace file: provider text that echoes a key
-is redacted from the errors raised here.
+an exception message, a ``repr``, a log line or a trace file, neither whole nor as any run of
+12 characters after its first 8 (08 D61): provider text that echoes a key is redacted from the
+errors raised here (every field, ``args`` and the exception chain) after the pure layers built
+and shortened it, which removes the pieces of a key that shortening cut as well.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ from mmsp_core.errors import (
     StreamTimeoutError,
     UpstreamError,
     preview,
+    redact,
+    redact_error,
 )
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, UniMessage
@@ -99,8 +103,6 @@ _RETRY_CAP: Final = 8.0
 _RETRY_AFTER_CAP: Final = 60.0
 #: Values of ``MMSP_DEBUG`` that leave strict mode off (spec 02 §2.1).
 _FALSE_WORDS: Final = frozenset({"", "0", "false", "no", "off"})
-#: Shown instead of a key that a provider echoed back in an error.
-_REDACTED: Final = "[redacted]"
 
 
 def _now_ms() -> int:
@@ -125,19 +127,6 @@ def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str],
         for name, value in layer:
             merged[name.lower()] = (name, value)
     return tuple(merged.values())
-
-
-def _redact(exc: BaseException, secret: str) -> None:
-    """Replace ``secret`` in every text field of an MMSP error (08 D16)."""
-    if not isinstance(exc, MMSPError):
-        return
-    for field in attrs.fields(type(exc)):
-        value = getattr(exc, field.name)
-        if isinstance(value, str) and secret in value:
-            setattr(exc, field.name, value.replace(secret, _REDACTED))
-    exc.args = tuple(
-        arg.replace(secret, _REDACTED) if isinstance(arg, str) else arg for arg in exc.args
-    )
 
 
 def _retry_delay(attempt: int, exc: MMSPError) -> float | None:
@@ -467,7 +456,7 @@ class AutoLLMClient:
                     await anyio.sleep(delay)
         except MMSPError as exc:
             if self._api_key:
-                _redact(exc, self._api_key)
+                redact_error(exc, self._api_key)
             raise
 
     async def _request(
@@ -516,12 +505,13 @@ class AutoLLMClient:
     ) -> None:
         """Write the trace of this turn; a failure is a logged warning (08 D27)."""
         write = functools.partial(tracer.write_trace, self._trace_root, trace_id,
-                                  self._client_type, self._model, history, config)
+                                  self._client_type, self._model, history, config,
+                                  secret=self._api_key)
         try:
             await anyio.to_thread.run_sync(write)
         except (OSError, MMSPError) as exc:
             _logger.warning("%s: could not write the trace %r: %s", self._client_type,
-                            trace_id, exc)
+                            trace_id, redact(str(exc), self._api_key or ""))
 
     # -- remote images (08 D37) ----------------------------------------------------------------
 
@@ -618,7 +608,7 @@ class AutoLLMClient:
                     break
         except MMSPError as exc:
             if self._api_key:
-                _redact(exc, self._api_key)
+                redact_error(exc, self._api_key)
             raise
         if self._named:
             return ids

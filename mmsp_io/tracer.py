@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from mmsp_core.errors import UnsupportedParameterError, preview
+from mmsp_core.errors import UnsupportedParameterError, preview, redact
 from mmsp_core.model import UniConfig, UniMessage, UsageMetadata
 from mmsp_core.wire import to_wire
 
@@ -77,10 +77,14 @@ def write_trace(
     model: str,
     history: Sequence[UniMessage],
     config: UniConfig,
+    *,
+    secret: str | None = None,
 ) -> None:
     """Write the two files of one turn (blocking: run it in a worker thread).
 
-    ``history`` is the request messages followed by the assistant message.
+    ``history`` is the request messages followed by the assistant message. ``secret`` (the
+    client's key) is redacted from both files, whole and in part, should a message quote it
+    (08 D61).
 
     Raises:
         UnsupportedParameterError: the id escapes ``root`` (checked again here).
@@ -95,8 +99,9 @@ def write_trace(
         "config": config_json,
         "timestamp": now.isoformat(),
     }
-    _replace(json_path, json.dumps(document, indent=2, ensure_ascii=False))
-    _replace(txt_path, "\n".join(_transcript(history, config_json, now)) + "\n")
+    secret = secret or ""
+    _replace(json_path, redact(json.dumps(document, indent=2, ensure_ascii=False), secret))
+    _replace(txt_path, redact("\n".join(_transcript(history, config_json, now)) + "\n", secret))
 
 
 def _replace(path: Path, text: str) -> None:

@@ -270,3 +270,54 @@ def test_always_retryable(name: str) -> None:
 def test_never_retryable(name: str) -> None:
     assert sample(name).retryable is False
     assert MMSPError().retryable is False
+
+
+# -- redaction (08 D61) -------------------------------------------------------------------------
+
+CANARY_KEY = "sk-ant-api03-Zq7Xw2Vb9Nm4Lk8Jh3Gf6Ds1Ap0Oi5Uy"
+
+
+def leaks(text: str, secret: str = CANARY_KEY) -> bool:
+    """Whether ``text`` holds a run of 12 characters of ``secret`` after its first 8."""
+    tail = secret[8:]
+    return any(tail[i : i + 12] in text for i in range(len(tail) - 11))
+
+
+def test_redact_removes_the_whole_key_and_any_long_run_of_it() -> None:
+    text = f"a {CANARY_KEY} b {CANARY_KEY[10:30]} c {CANARY_KEY[:19]} d"
+    redacted = mmsp_core.errors.redact(text, CANARY_KEY)
+    assert not leaks(redacted)
+    assert redacted == "a [redacted] b [redacted] c sk-ant-api03-Zq7Xw2 d"  # 8 + 11 shown
+
+
+def test_redact_after_preview_leaves_no_part_of_a_key_the_preview_cut() -> None:
+    """The reproducer of issue 8: 36 characters, the key, more text. The head that ``preview``
+    keeps ends inside the key; redacting the whole key alone left 36 of its characters."""
+    shortened = mmsp_core.errors.preview("x" * 36 + CANARY_KEY + "y" * 200)
+    assert leaks(shortened)
+    assert not leaks(mmsp_core.errors.redact(shortened, CANARY_KEY))
+
+
+def test_redact_keeps_text_without_the_key_and_short_keys() -> None:
+    assert mmsp_core.errors.redact("nothing here", CANARY_KEY) == "nothing here"
+    assert mmsp_core.errors.redact("key abc123 here", "abc123") == "key [redacted] here"
+    assert mmsp_core.errors.redact("text", "") == "text"
+
+
+@pytest.mark.parametrize("name", ERROR_NAMES)
+def test_redact_error_cleans_every_field_args_and_the_chain(name: str) -> None:
+    echoed = "x" * 36 + CANARY_KEY + "y" * 200
+    cls = getattr(mmsp_core, name)
+    overrides: dict[str, Any] = {
+        f.name: echoed for f in attrs.fields(cls) if str(f.type) in ("str", "str | None")
+    }
+    if "error" in overrides or name == "UpstreamError":
+        overrides["error"] = {"message": echoed, "nested": [echoed]}
+    error = sample(name, **overrides)
+    cause = OSError(f"could not reach https://h/?key={CANARY_KEY}")
+    error.__cause__ = cause
+    mmsp_core.errors.redact_error(error, CANARY_KEY)
+    shown = [str(error), repr(error), repr(error.args), repr(to_wire(error)), str(cause),
+             repr(cause)]
+    shown += [repr(getattr(error, f.name)) for f in attrs.fields(cls)]
+    assert not any(leaks(text) for text in shown), shown

@@ -6,11 +6,13 @@ DEBUG, over real loopback sockets) and trace files.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from httpfakes import Body, clean_environment, mock_client
@@ -18,12 +20,16 @@ from httpfakes import Body, clean_environment, mock_client
 import adapters
 from mmsp_core import (
     ApiKeyRequiredError,
+    MalformedEventError,
     MMSPError,
     ProviderConnectionError,
     ProviderHTTPError,
     ProviderStreamError,
     TextDone,
+    ToolCallArgumentParseError,
+    UnknownEventError,
     UnsupportedParameterError,
+    UpstreamError,
     UsageMetadata,
     to_wire,
 )
@@ -128,6 +134,117 @@ async def test_no_log_line_and_no_trace_file_holds_the_key(
     assert {p.name for p in tmp_path.iterdir()} == {"t.json", "t.txt"}
     for path in tmp_path.iterdir():
         assert CANARY not in path.read_text("utf-8")
+
+
+# -- no part of the key shows (08 D61) -------------------------------------------------------------
+
+LONG_KEY = "sk-ant-api03-Zq7Xw2Vb9Nm4Lk8Jh3Gf6Ds1Ap0Oi5UyTr2Ee4Ww"
+#: Issue 8's reproducer: ``preview`` keeps 72 characters, which cuts the key after 36.
+ECHO = "x" * 36 + LONG_KEY + "y" * 200
+
+
+def leaks(text: str) -> bool:
+    """Whether ``text`` holds a run of 12 characters of the key after its first 8 (08 D61)."""
+    tail = LONG_KEY[8:]
+    return any(tail[i : i + 12] in text for i in range(len(tail) - 11))
+
+
+def shown_texts(error: BaseException) -> list[str]:
+    """Every text an error shows: str, repr, args, wire form, each field, and its chain."""
+    texts: list[str] = []
+    current: BaseException | None = error
+    while current is not None:
+        texts += [str(current), repr(current), repr(current.args)]
+        if isinstance(current, MMSPError):
+            texts.append(repr(to_wire(current)))
+            texts += [repr(getattr(current, f.name)) for f in attrs.fields(type(current))]
+        current = current.__cause__ or current.__context__
+    return texts
+
+
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    chunk: dict[str, Any] = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if finish:
+        chunk["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _stream(body: bytes) -> httpx.Response:
+    return httpx.Response(200, stream=Body(body), headers={"content-type": "text/event-stream"})
+
+
+#: (client type, strict, reply, the error expected): every error that carries provider text.
+ECHOES: dict[str, tuple[str, bool, Any, type[MMSPError]]] = {
+    "http-html": ("openai-chat", False, lambda: httpx.Response(
+        500, text=ECHO, headers={"content-type": "text/html"}), ProviderHTTPError),
+    "http-json": ("ant-messages", False, lambda: httpx.Response(
+        400, json={"type": "error", "error": {"type": "invalid_request_error",
+                                              "message": ECHO}}), ProviderHTTPError),
+    "in-stream": ("openai-responses", False, lambda: _stream(
+        b"event: error\ndata: " + json.dumps({"type": "error", "code": "invalid_request",
+                                               "message": ECHO}).encode() + b"\n\n"),
+        ProviderStreamError),
+    "malformed": ("openai-chat", False, lambda: _stream(b"data: {" + ECHO.encode() + b"\n\n"),
+                  MalformedEventError),
+    "unknown": ("openai-responses", True, lambda: _stream(
+        b'data: {"type":"' + ECHO.encode() + b'"}\n\n'), UnknownEventError),
+    "arguments": ("openai-chat", False, lambda: _stream(
+        _chat_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                     "function": {"name": "f", "arguments": ECHO}}]})
+        + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"), ToolCallArgumentParseError),
+    "upstream": ("mmsp", False, lambda: httpx.Response(
+        400, json={"error": {"type": "InvalidMessageError", "message": ECHO,
+                             "detail": [ECHO]}}), UpstreamError),
+    "connection": ("openai-chat", False, httpx.ConnectError(f"refused: {ECHO}"),
+                   ProviderConnectionError),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", list(ECHOES))
+async def test_no_run_of_the_key_shows_in_any_error_the_client_raises(
+    case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """08 D61: a provider that echoes the key inside longer text (which the error shortens)
+    leaves no run of 12 characters of it in any field, text, chain or log record."""
+    client_type, strict, reply, expected = ECHOES[case]
+    caplog.set_level(logging.DEBUG)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(reply, Exception):
+            raise reply
+        return reply()  # type: ignore[no-any-return]
+
+    async with AutoLLMClient("m-1", client_type=client_type, api_key=LONG_KEY,
+                             base_url="https://provider.test/v1", strict=strict, max_retries=0,
+                             http_client=mock_client(handler)) as client:
+        errors = []
+        if case != "upstream":  # the mmsp client only lists models so far
+            errors.append(await first_error(client))
+        if case in ("http-html", "http-json", "upstream", "connection"):
+            with pytest.raises(MMSPError) as listing:
+                await client.list_models()
+            errors.append(listing.value)
+    assert all(isinstance(error, expected) for error in errors)
+    texts = [text for error in errors for text in shown_texts(error)]
+    assert not any(leaks(text) for text in texts), texts
+    assert not leaks(caplog.text)
+
+
+@pytest.mark.anyio
+async def test_a_trace_quoting_part_of_the_key_holds_no_run_of_it(tmp_path: Path) -> None:
+    reply = Reply(items=[TextDone(f"echo {LONG_KEY[10:40]}")])
+    message = {"role": "user", "content_items": [{"type": "text.done", "text": ECHO}]}
+    async with (
+        Simulator.running(reply, api_key=LONG_KEY) as sim,
+        AutoLLMClient("sim-model", client_type="openai-responses", api_key=LONG_KEY,
+                      base_url=sim.base_url("openai-responses"), trace_dir=tmp_path) as client,
+    ):
+        events = [e async for e in client.streaming_response([message], {"trace_id": "t"})]
+    assert events[-1].event_type == "stop"
+    for path in tmp_path.iterdir():
+        assert not leaks(path.read_text("utf-8"))
 
 
 # -- the key goes only where it belongs (04 §3, 08 D25) -----------------------------------------
