@@ -12,9 +12,12 @@ What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
    needs their bytes (08 D37); then ``adapters.build_request`` builds the request, to which
    the credentials and ``default_headers`` are added.
 4. The request is streamed through ``open_stream`` with a fresh pipeline. Connection
-   failures, 429, 5xx and in-stream overload errors before the first event are retried up to
-   ``max_retries`` times with jittered exponential backoff honouring ``Retry-After`` (08 D21);
-   once an event has been yielded nothing is retried.
+   failures, 429, 5xx and in-stream overload errors before the first event are
+   retried up to ``max_retries`` times with jittered exponential backoff honouring
+   ``Retry-After`` (08 D21); once an event has been yielded nothing is retried. ``total``
+   counts from the start of the call, across every attempt and back-off sleep: a wait longer
+   than what is left raises the last error at once, still ``retryable`` (08 D60). An error
+   the client stopped retrying says in its ``detail`` how many attempts were made.
 5. At the stop the assistant message is assembled from the done items; the trace is written
    (a failure is a logged warning, 08 D27) and the stateful turn recorded, both before the
    stop is yielded (spec 02 §9).
@@ -35,6 +38,7 @@ import copy
 import functools
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -129,21 +133,32 @@ def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str],
     return tuple(merged.values())
 
 
-def _retry_delay(attempt: int, exc: MMSPError) -> float | None:
-    """Seconds to wait before retry ``attempt + 1``, or ``None`` for no retry (08 D21).
+def _retry_delay(attempt: int, exc: MMSPError) -> float | str:
+    """Seconds to wait before retry ``attempt + 1``, or why there is no retry (08 D21).
 
     Retried before the first event only: connection failures, HTTP 408/409/429/5xx and
     in-stream overload or rate-limit errors (their ``retryable``). A ``Retry-After`` is
     honoured; one longer than a minute ends the retries.
     """
-    if not isinstance(exc, ProviderConnectionError | ProviderHTTPError | ProviderStreamError):
-        return None
-    if not exc.retryable:
-        return None
     retry_after: float | None = exc.retry_after if isinstance(exc, ProviderHTTPError) else None
     if retry_after is not None:
-        return retry_after if retry_after <= _RETRY_AFTER_CAP else None
+        if retry_after > _RETRY_AFTER_CAP:
+            return f"the provider asked to wait {retry_after:g} s"
+        return retry_after
     return random.uniform(0.5, 1.0) * min(_RETRY_CAP, _RETRY_BASE * 2.0**attempt)
+
+
+def _retried(exc: MMSPError) -> bool:
+    """Whether the client retries ``exc`` when it comes before the first event (08 D21)."""
+    return isinstance(
+        exc, ProviderConnectionError | ProviderHTTPError | ProviderStreamError
+    ) and exc.retryable
+
+
+def _gave_up(exc: MMSPError, attempts: int, why: str) -> None:
+    """Say in ``exc.detail`` how many attempts were made and why there was no other."""
+    note = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}: {why}"
+    exc.detail = f"{exc.detail}; {note}" if exc.detail else note
 
 
 def _upstream_http_error(
@@ -414,8 +429,9 @@ class AutoLLMClient:
     ) -> AsyncGenerator[UniEvent, None]:
         """Steps 2-5 of the module doc over prepared messages."""
         client = self._client_type
+        started = anyio.current_time()
         try:
-            call = await self._request(messages, config, signal, timeouts)
+            call = await self._request(messages, config, signal, timeouts, started)
             for attempt in range(self._max_retries + 1):
                 yielded = False
                 done_events: list[UniEvent] = []
@@ -427,6 +443,7 @@ class AutoLLMClient:
                             events = await stack.enter_async_context(open_stream(
                                 self._http, call.url, call.request, pipeline, client=client,
                                 timeouts=call.timeouts, error_for_status=self._error_for_status,
+                                started=started,
                             ))
                         while True:
                             with abortable(signal, client):
@@ -446,9 +463,20 @@ class AutoLLMClient:
                             yielded = True
                             yield event
                 except MMSPError as exc:
-                    delay = None if yielded or attempt == self._max_retries \
-                        else _retry_delay(attempt, exc)
-                    if delay is None:
+                    if yielded or not _retried(exc):
+                        raise
+                    delay = _retry_delay(attempt, exc)
+                    total = call.timeouts.total
+                    left = math.inf if total is None else started + total - anyio.current_time()
+                    if attempt == self._max_retries:
+                        _gave_up(exc, attempt + 1, f"max_retries is {self._max_retries}")
+                        raise
+                    if isinstance(delay, str):
+                        _gave_up(exc, attempt + 1, delay)
+                        raise
+                    if delay >= left:  # the wait would outlast the call (08 D60)
+                        _gave_up(exc, attempt + 1, f"waiting {delay:.3g} s more would exceed "
+                                 f"the total timeout of {total} s")
                         raise
                     _logger.info("%s: retrying after %s (attempt %d)", client,
                                  type(exc).__name__, attempt + 1)
@@ -465,6 +493,7 @@ class AutoLLMClient:
         config: UniConfig | Mapping[str, Any] | None,
         signal: AbortSignal | None,
         timeouts: Timeouts | None,
+        started: float,
     ) -> _Call:
         """Steps 2 and 3 of the module doc: everything decided before the first byte is sent.
 
@@ -485,7 +514,7 @@ class AutoLLMClient:
         call_timeouts = timeouts if timeouts is not None else self._timeouts
         sendable = messages
         if needs_image_bytes(client, self._model):
-            sendable = await self._inline_images(messages, signal, call_timeouts)
+            sendable = await self._inline_images(messages, signal, call_timeouts, started)
         request = adapters.build_request(client, self._model, sendable, values)
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
         return _Call(request, join_url(self._base_url, request.path), values, trace_id,
@@ -516,7 +545,11 @@ class AutoLLMClient:
     # -- remote images (08 D37) ----------------------------------------------------------------
 
     async def _inline_images(
-        self, messages: list[UniMessage], signal: AbortSignal | None, timeouts: Timeouts
+        self,
+        messages: list[UniMessage],
+        signal: AbortSignal | None,
+        timeouts: Timeouts,
+        started: float,
     ) -> list[UniMessage]:
         """Return copies of ``messages`` with every http(s) image as a ``data:`` URI.
 
@@ -531,7 +564,7 @@ class AutoLLMClient:
             if not url.lower().startswith(("http://", "https://")):
                 return url
             if url not in fetched:
-                fetched[url] = await self._fetch_image(url, index, signal, timeouts)
+                fetched[url] = await self._fetch_image(url, index, signal, timeouts, started)
             return fetched[url]
 
         out = []
@@ -549,7 +582,8 @@ class AutoLLMClient:
         return out
 
     async def _fetch_image(
-        self, url: str, index: int, signal: AbortSignal | None, timeouts: Timeouts
+        self, url: str, index: int, signal: AbortSignal | None, timeouts: Timeouts,
+        started: float,
     ) -> str:
         """Fetch one image (no credentials; redirects followed) as a ``data:`` URI."""
         client = self._client_type
@@ -562,7 +596,7 @@ class AutoLLMClient:
             with abortable(signal, client):
                 body, headers = await fetch_body(
                     self._http, url, client=client, timeouts=timeouts, limit=IMAGE_LIMIT,
-                    follow_redirects=True,
+                    follow_redirects=True, started=started,
                 )
         except StreamLimitError as exc:
             raise failed(f"it is larger than {IMAGE_LIMIT // (1024 * 1024)} MB") from exc

@@ -27,6 +27,7 @@ from mmsp_core import (
     ImageUrlDone,
     IncompleteStreamError,
     InvalidMessageError,
+    MMSPError,
     ProviderHTTPError,
     ProviderStreamError,
     StreamTimeoutError,
@@ -158,7 +159,7 @@ async def test_a_message_that_cannot_be_read_is_refused_before_any_request() -> 
     broken = {"role": "user", "content_items": [{"type": "text.done", "text": 5}]}
     with pytest.raises(InvalidMessageError) as caught:
         await collect(make(provider).streaming_response([USER, broken], None))
-    assert (caught.value.message_index, caught.value.item_type) == (1, "text.done")
+    assert (caught.value.message_index, caught.value.item_type) == (1, "text")
     assert isinstance(caught.value.__cause__, WireFormatError)
     assert provider.requests == []
 
@@ -224,6 +225,45 @@ async def test_a_long_retry_after_is_not_waited_for() -> None:
         await collect(make(provider).streaming_response([USER], None))
     assert caught.value.retry_after == 3600
     assert len(provider.requests) == 1
+
+
+async def test_an_exhausted_retry_says_how_many_attempts_were_made() -> None:
+    provider = Provider(refusal(429, **{"retry-after": "0"}))
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(make(provider, max_retries=2).streaming_response([USER], None))
+    assert len(provider.requests) == 3
+    assert caught.value.detail is not None and "3 attempts" in caught.value.detail
+    assert "3 attempts" in str(caught.value)
+
+
+async def test_total_bounds_every_attempt_and_back_off_sleep() -> None:
+    """08 D60, issue 8's reproducer: ``total=1`` and a 429 asking for 3 s took 6 s. A wait
+    longer than what is left of ``total`` raises the last error at once, still retryable."""
+    provider = Provider(refusal(429, **{"retry-after": "3"}), ok())
+    started = anyio.current_time()
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(make(provider, max_retries=3, timeouts=Timeouts(total=1))
+                      .streaming_response([USER], None))
+    assert anyio.current_time() - started < 0.5
+    assert len(provider.requests) == 1
+    assert caught.value.retryable and caught.value.retry_after == 3
+    assert caught.value.detail is not None and "1 attempt" in caught.value.detail
+
+
+async def test_total_counts_from_the_first_attempt() -> None:
+    """Each attempt stalls 0.4 s before its 503 (retry at once): with ``total=1`` the third
+    attempt runs out of time, whatever ``max_retries`` allows."""
+
+    async def slow_refusal(request: httpx.Request) -> httpx.Response:
+        await anyio.sleep(0.4)
+        return refusal(503, **{"retry-after": "0"})()
+
+    client = AutoLLMClient("gpt-6", api_key=KEY, base_url=BASE, max_retries=10,
+                           timeouts=Timeouts(total=1), http_client=mock_client(slow_refusal))
+    started = anyio.current_time()
+    with pytest.raises(MMSPError):
+        await collect(client.streaming_response([USER], None))
+    assert anyio.current_time() - started < 1.5
 
 
 async def test_retry_after_is_honoured() -> None:
