@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
@@ -74,6 +75,7 @@ from mmsp_core.errors import (
     RoutingError,
     StreamLimitError,
     StreamTimeoutError,
+    UnsupportedParameterError,
     UpstreamError,
     preview,
     redact,
@@ -131,6 +133,69 @@ def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str],
         for name, value in layer:
             merged[name.lower()] = (name, value)
     return tuple(merged.values())
+
+
+#: A host name or IPv4 address: letters, digits, ``-``, ``_`` and dots.
+_HOST: Final = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
+
+
+def _check_argument_types(
+    http_client: object, timeouts: object, max_retries: object, default_headers: object
+) -> None:
+    """Refuse constructor arguments of the wrong Python type with a clear message (08 D69).
+
+    Raises:
+        TypeError: the argument named in the message has the wrong type.
+        ValueError: a negative ``max_retries``.
+    """
+    def wrong(name: str, expected: str, value: object) -> TypeError:
+        return TypeError(f"{name} must be {expected}, not {type(value).__name__}")
+
+    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+        raise wrong("http_client", "an httpx.AsyncClient (or None)", http_client)
+    if timeouts is not None and not isinstance(timeouts, Timeouts):
+        raise wrong("timeouts", "a mmsp_io.Timeouts (or None)", timeouts)
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool):
+        raise wrong("max_retries", "an int", max_retries)
+    if max_retries < 0:
+        raise ValueError("max_retries must be 0 or more")
+    if default_headers is not None:
+        if not isinstance(default_headers, Mapping):
+            raise wrong("default_headers", "a mapping of header names to values", default_headers)
+        for name, value in default_headers.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(f"default_headers must map strings to strings, not "
+                                f"{type(name).__name__} to {type(value).__name__}")
+
+
+def _check_base_url(client_type: str, base_url: str, api_key: str | None) -> None:
+    """Refuse a base URL no request can go to, before any request (08 D69).
+
+    It must be ``http`` or ``https`` with a host (a name, an IPv4 address or a bracketed IPv6
+    address) and, if it names one, a port from 1 to 65535.
+
+    Raises:
+        UnsupportedParameterError: ``parameter="base_url"``, the reason in ``detail`` (the URL
+            shortened, and the key redacted should the URL hold it).
+    """
+    def refuse(reason: str) -> UnsupportedParameterError:
+        shown = redact(preview(base_url), api_key or "")
+        return UnsupportedParameterError(client_type, "base_url",
+                                         detail=f"{reason}: {shown!r}")
+
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise refuse(f"not a URL ({exc})") from None
+    if url.scheme not in ("http", "https"):
+        raise refuse("the base URL must start with http:// or https://")
+    host = url.host
+    if not host:
+        raise refuse("the base URL has no host")
+    if ":" not in host and not _HOST.fullmatch(host):  # an IPv6 address was parsed by httpx
+        raise refuse("the host is not a host name or an IP address")
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise refuse(f"the port {url.port} is outside 1-65535")
 
 
 def _retry_delay(attempt: int, exc: MMSPError) -> float | str:
@@ -223,6 +288,12 @@ class AutoLLMClient:
             google-official.
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
         UnsupportedOperationError: a Bedrock endpoint or a Vertex AI key (08 D23).
+        UnsupportedParameterError: ``parameter="base_url"`` for a base URL no request can go
+            to: not http(s), no host or a malformed one, a port outside 1-65535 (08 D69;
+            checked after the Bedrock and Vertex rules).
+        TypeError: ``http_client`` is not an ``httpx.AsyncClient``, ``timeouts`` not a
+            ``Timeouts``, ``max_retries`` not an int, ``default_headers`` not a mapping of
+            strings (08 D69).
         ValueError: a negative ``max_retries``.
     """
 
@@ -240,8 +311,7 @@ class AutoLLMClient:
         strict: bool | None = None,
         trace_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        if max_retries < 0:
-            raise ValueError("max_retries must be 0 or more")
+        _check_argument_types(http_client, timeouts, max_retries, default_headers)
         named = client_type or _env("CLIENT_TYPE")
         self._model = model
         self._client_type = adapters.route(model, named)
@@ -249,6 +319,7 @@ class AutoLLMClient:
         spec = client_spec(self._client_type)
         self._api_key, self._base_url = self._credentials(api_key or None, base_url or None)
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
+        _check_base_url(self._client_type, self._base_url, self._api_key)
         self._auth = adapters.auth_headers(self._client_type, self._api_key)
         self._default_headers = tuple((default_headers or {}).items())
         self._traits = adapters.protocol_traits(spec.speaks(model)[0])
@@ -342,12 +413,13 @@ class AutoLLMClient:
     async def streaming_response(
         self,
         messages: Sequence[UniMessage | Mapping[str, Any]],
-        config: UniConfig | Mapping[str, Any] | None,
+        config: UniConfig | Mapping[str, Any] | None = None,
         signal: AbortSignal | None = None,
         *,
         timeouts: Timeouts | None = None,
     ) -> AsyncGenerator[UniEvent, None]:
-        """Stream the public events of one request (spec 02; RFC-0003).
+        """Stream the public events of one request (spec 02; RFC-0003); ``config`` may be left
+        out (no options).
 
         Closing the generator early closes the HTTP response at once.
 
@@ -367,7 +439,7 @@ class AutoLLMClient:
     async def streaming_response_stateful(
         self,
         message: UniMessage | Mapping[str, Any],
-        config: UniConfig | Mapping[str, Any] | None,
+        config: UniConfig | Mapping[str, Any] | None = None,
         signal: AbortSignal | None = None,
         *,
         timeouts: Timeouts | None = None,

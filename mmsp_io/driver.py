@@ -328,7 +328,7 @@ async def _events(
         if event is END:
             return
         if event is NEED_DATA:
-            if getattr(pipeline, "finished", False):  # the terminal event came (08 D56)
+            if pipeline.finished:  # the terminal event came (08 D56)
                 await _close(response, chunks)
                 pipeline.receive_eof()
                 continue

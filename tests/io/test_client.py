@@ -30,12 +30,14 @@ from mmsp_core import (
     MMSPError,
     ProviderHTTPError,
     ProviderStreamError,
+    RoutingError,
     StreamTimeoutError,
     TextDelta,
     TextDone,
     ThinkingDone,
     UniMessage,
     UnknownEventError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
     UpstreamError,
     UsageMetadata,
@@ -570,3 +572,66 @@ async def test_the_mmsp_client_reports_refusals_as_upstream_errors(
             caught.value.error) == ("mmsp", reply().status_code, error_type, error)
     # On mmsp the resolved key overrides a caller's Authorization (spec 04 §3).
     assert provider.requests[0].headers["authorization"] == "Bearer sk-mmsp"
+
+
+# -- construction (08 D69) and defaults ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", [None, "", 5, b"gpt-6"])
+def test_a_model_id_that_is_not_a_non_empty_string_is_a_routing_error(model: Any) -> None:
+    with pytest.raises(RoutingError) as caught:
+        AutoLLMClient(model, api_key=KEY, client_type="openai-responses")
+    assert "model id" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://[::1", "ftp://provider.test/v1", "provider.test/v1", "http://provider.test:99999/v1",
+     "http://:8080/v1", "http:///v1", "http://bad host/v1", "https://provider.test:0/"],
+)
+def test_an_unusable_base_url_is_refused_at_construction(base_url: str) -> None:
+    with pytest.raises(UnsupportedParameterError) as caught:
+        AutoLLMClient("gpt-6", api_key=KEY, base_url=base_url)
+    assert caught.value.parameter == "base_url"
+    assert caught.value.client == "openai-official"
+
+
+def test_bedrock_is_checked_before_the_base_url() -> None:
+    with pytest.raises(UnsupportedOperationError):
+        AutoLLMClient("claude-sonnet-5", api_key=KEY, base_url="bedrock://us-east-1")
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:8080/v1", "https://[::1]:443/v1",
+                                      "http://my_proxy.internal/v1", "HTTPS://Provider.Test"])
+def test_usable_base_urls_are_taken(base_url: str) -> None:
+    assert AutoLLMClient("gpt-6", api_key=KEY, base_url=base_url).base_url == base_url
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("http_client", object()), ("http_client", httpx.Client()), ("timeouts", 5.0),
+     ("timeouts", {"total": 5}), ("max_retries", "2"), ("max_retries", True),
+     ("max_retries", 1.5), ("default_headers", [("x-a", "b")]),
+     ("default_headers", {"x-a": 5})],
+)
+def test_a_wrong_type_for_a_constructor_argument_is_a_clear_type_error(
+    option: str, value: Any
+) -> None:
+    with pytest.raises(TypeError, match=option):
+        AutoLLMClient("gpt-6", api_key=KEY, **{option: value})
+
+
+async def test_config_may_be_left_out() -> None:
+    provider = Provider(ok(), ok())
+    client = make(provider)
+    events = await collect(client.streaming_response([USER]))
+    assert events[-1].event_type == "stop"
+    events = await collect(client.streaming_response_stateful(USER))
+    assert events[-1].event_type == "stop"
+
+
+async def test_async_with_closes_the_clients_own_http_client() -> None:
+    async with AutoLLMClient("gpt-6", api_key=KEY) as client:
+        assert isinstance(client, AutoLLMClient)
+        http = client._http
+    assert http.is_closed
