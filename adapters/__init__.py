@@ -8,8 +8,11 @@ No I/O, no clock, no environment: ``mmsp_io`` does those.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from mmsp_core.errors import (
     InvalidMessageError,
@@ -18,13 +21,12 @@ from mmsp_core.errors import (
     UnsupportedParameterError,
     WireFormatError,
 )
-from mmsp_core.messages import normalize_legacy_messages
 from mmsp_core.model import DoneItem, FinishReason, UniConfig, UniEvent, UniMessage, UsageMetadata
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
-from mmsp_core.wire import config_from_wire, message_from_wire
+from mmsp_core.wire import config_from_wire
 
-from . import _protocols  # noqa: F401  (installs the built-in protocols)
+from . import _preflight, _protocols  # noqa: F401  (_protocols installs the built-in protocols)
 from ._errors import read_error_body
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
 from ._spec import ClientSpec, ModelClass, Traits, WireProtocol
@@ -94,16 +96,17 @@ def resolve(
         RoutingError: ``source`` is neither a client type nor a protocol name.
         UnsupportedOperationError: the client type's protocol is not implemented here yet.
     """
-    record = PROTOCOLS.get(source)
+    record = PROTOCOLS.get(source) if isinstance(source, str) else None
     if record is not None:
         client = canonical_client_type(record.compatible_client or record.name)
         if client is None:
             raise RoutingError("", source, detail="the protocol has no compatible client row")
         spec = CLIENTS[client]
         return spec, record, spec.profile
-    client = canonical_client_type(source)
+    client = canonical_client_type(source) if isinstance(source, str) else None
     if client is None:
-        raise RoutingError("", source, detail="not a client type or wire protocol name")
+        raise RoutingError("", source if isinstance(source, str) else None,
+                           detail=_unknown_source(source))
     spec = CLIENTS[client]
     protocol, profile = spec.speaks(model)
     record = PROTOCOLS.get(protocol)
@@ -112,6 +115,17 @@ def resolve(
             client, "streaming", detail=f"the {protocol} protocol is not built yet"
         )
     return spec, record, profile
+
+
+def _unknown_source(source: object) -> str:
+    """Say that ``source`` names nothing, its close matches, and every accepted name."""
+    names = [*CLIENTS, *PROTOCOLS]
+    matches = difflib.get_close_matches(source, names) if isinstance(source, str) else []
+    guess = f"; did you mean {' or '.join(map(repr, matches))}?" if matches else ""
+    return (
+        f"{source!r} is not a client type or wire protocol name{guess} "
+        f"(client types: {', '.join(CLIENTS)}; wire protocols: {', '.join(PROTOCOLS)})"
+    )
 
 
 def _resolve(source: str, model: str | None = None) -> tuple[str, Any, WireProtocol]:
@@ -164,12 +178,25 @@ def decode(
 ) -> Iterator[UniEvent]:
     """Decode a response body given as byte chunks into the public stream.
 
-    Errors are raised at their position in the stream, after every event before them.
+    Errors are raised at their position in the stream, after every event before them. A
+    whole body is one chunk: ``decode(source, [body])``.
 
     Raises:
+        TypeError: ``chunks`` is one ``bytes`` (or ``str``) value rather than an iterable of
+            chunks (08 D69: a wrong Python type for an argument).
         MMSPError: whatever the stream raises (``IncompleteStreamError``, ...).
     """
+    if isinstance(chunks, bytes | bytearray | memoryview | str):
+        raise TypeError(
+            f"decode takes an iterable of byte chunks, not one {type(chunks).__name__} "
+            "value: pass a whole body as decode(source, [body])"
+        )
     pipeline = new_pipeline(source, strict=strict, clock=clock, base_url=base_url)
+    return _events(pipeline, chunks)
+
+
+def _events(pipeline: StreamPipeline, chunks: Iterable[bytes]) -> Iterator[UniEvent]:
+    """The public events of ``chunks`` fed through ``pipeline``, then its end."""
     for chunk in chunks:
         pipeline.receive_data(chunk)
         while (event := pipeline.next_event()) is not NEED_DATA:
@@ -182,69 +209,109 @@ def decode(
 def coerce_messages(
     client: str, messages: Sequence[UniMessage | Mapping[str, Any]]
 ) -> list[UniMessage]:
-    """Read messages given as values or wire dicts (08 D47).
+    """Read messages given as values or wire dicts (08 D47, D58), before any request.
 
-    Dicts are legacy-normalised, then read with ``message_from_wire``.
+    Dicts are legacy-normalised, then read with ``message_from_wire``; values built directly
+    are read the same way from their wire form (except on the mmsp client, which sends what
+    it is given, 08 D58), so they get exactly the checks dicts get. On every client, text a
+    request cannot carry (a surrogate code point, 08 D55; a set or a cycle in tool-call
+    arguments) is refused. An empty list is a valid history; ``build_request`` refuses it.
 
     Raises:
-        InvalidMessageError: a message that cannot be read (``message_index``, ``item_type``),
-            chained from the ``WireFormatError``.
+        InvalidMessageError: ``messages`` is not a list (``messages=None``, a string: 08 D69),
+            or a message that cannot be read or sent (``message_index``, and ``item_type``,
+            the bare kind, when an item is at fault), chained from the ``WireFormatError``.
     """
-    out: list[UniMessage] = []
-    for index, message in enumerate(normalize_legacy_messages(list(messages))):
-        if isinstance(message, UniMessage):
-            out.append(message)
-            continue
-        try:
-            out.append(message_from_wire(message))
-        except WireFormatError as exc:
-            raise InvalidMessageError(
-                client, _item_type_at(message, exc.path), index, detail=str(exc)
-            ) from exc
-    return out
+    return _preflight.read_messages(client, messages, check_values=_checks_values(client))
 
 
-def _item_type_at(message: Any, path: str) -> str | None:
-    """The ``type`` of the item a wire path points into, when there is one."""
-    prefix = "message.content_items["
-    if not path.startswith(prefix):
-        return None
-    try:
-        item = message["content_items"][int(path[len(prefix) :].split("]", 1)[0])]
-        return str(item.get("type")) if isinstance(item, Mapping) else None
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
+def _checks_values(client: str) -> bool:
+    """Whether ``client`` checks the values a caller built (all but the mmsp client, whose
+    server checks them: the protocol's ``base_preflight`` trait, 08 D58)."""
+    canonical = canonical_client_type(client)
+    if canonical is None:
+        record = PROTOCOLS.get(client)
+        return record is None or record.traits.base_preflight
+    return protocol_traits(CLIENTS[canonical].protocol).base_preflight
 
 
 def coerce_config(client: str, config: UniConfig | Mapping[str, Any] | None) -> UniConfig:
-    """Read a config given as a value, a wire dict or ``None``.
+    """Read a config given as a value, a wire dict or ``None`` (08 D58, D68).
+
+    A ``UniConfig`` built directly is read from its wire form like a dict (except on the
+    mmsp client), so ``UniConfig(max_tokens="100")`` gets the error ``{"max_tokens": "100"}``
+    gets. Unknown keys are kept in ``extra``; ``check_config`` and ``build_request`` warn
+    about them.
 
     Raises:
-        UnsupportedParameterError: a known key with a value of the wrong type or unknown enum
-            value (the key named in ``parameter``).
+        WireFormatError: ``config`` is not a ``UniConfig``, a dict or ``None``; or a
+            ``thinking_level`` that is not a level (the accepted levels in the reason, 08 D68).
+        UnsupportedParameterError: a known key with a value of the wrong type, out of range
+            (``max_tokens`` 1 to 2**31 - 1, a finite ``temperature``) or not sendable, the key
+            named in ``parameter``, chained from the ``WireFormatError``.
     """
-    if config is None:
-        return UniConfig()
-    if isinstance(config, UniConfig):
-        return config
-    try:
-        return config_from_wire(config)
-    except WireFormatError as exc:
-        parameter = exc.path.split(".")[1] if "." in exc.path else exc.path
-        raise UnsupportedParameterError(client, parameter.split("[")[0], detail=str(exc)) from exc
+    return _preflight.read_config(client, config, check_values=_checks_values(client))
 
 
 def check_config(
-    client_type: str, model: str, config: UniConfig | Mapping[str, Any] | None
+    client_type: str,
+    model: str,
+    config: UniConfig | Mapping[str, Any] | None,
+    *,
+    strict: bool = False,
 ) -> None:
     """Raise what ``build_request`` would raise for the config alone (08 D37).
 
+    Each config key that is not a UniConfig field gets a ``UserWarning`` naming its close
+    matches, or in ``strict`` mode an error (08 D57).
+
     Raises:
-        UnsupportedParameterError: a value the client cannot send for this model.
-        RoutingError, UnsupportedOperationError: an unknown or unbuilt client type.
+        UnsupportedParameterError: a value the client cannot send for this model; an unknown
+            key in strict mode; an ``extra_body`` key named like a UniConfig field whose
+            value this model refuses (``parameter="extra_body"``).
+        WireFormatError, UnsupportedParameterError: a config that cannot be read
+            (``coerce_config``).
+        RoutingError: a model id that is not a string (08 D69), an unknown client
+            type.
+        UnsupportedOperationError: an unbuilt client type.
     """
+    model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = _resolve(client_type, model)
-    protocol.check_config(client, profile, model, coerce_config(client, config))
+    values = coerce_config(client, config)
+    _preflight.warn_unknown_keys(client, values, strict=strict)
+    protocol.check_config(client, profile, model, values)
+    _check_extra_body(client, profile, protocol, model, values)
+
+
+def _check_extra_body(
+    client: str, profile: Any, protocol: WireProtocol, model: str, config: UniConfig
+) -> None:
+    """Refuse an ``extra_body`` key whose UniConfig counterpart this model refuses (08 D57).
+
+    The counterpart of a top-level key is the UniConfig field of the same name
+    (``temperature``, ``tool_choice``, ``max_tokens``, ...): when its value reads as that
+    field and the protocol refuses the field with that value, ``extra_body`` may not send it
+    around the refusal.
+
+    Raises:
+        UnsupportedParameterError: ``parameter="extra_body"``, chained from the refusal.
+    """
+    for key, value in (config.extra_body or {}).items():
+        if key not in _preflight.CONFIG_FIELDS or key == "extra_body":
+            continue
+        try:
+            counterpart = getattr(config_from_wire({key: value}), key)
+        except WireFormatError:
+            continue  # not the field's form: a wire shape of the protocol's own
+        try:
+            asked = attrs.evolve(config, **{key: counterpart})
+            protocol.check_config(client, profile, model, asked)
+        except UnsupportedParameterError as exc:
+            if exc.parameter != key:
+                raise
+            raise UnsupportedParameterError(
+                client, "extra_body", detail=f"extra_body.{key}: {exc}"
+            ) from exc
 
 
 def build_request(
@@ -252,26 +319,49 @@ def build_request(
     model: str,
     messages: Sequence[UniMessage | Mapping[str, Any]],
     config: UniConfig | Mapping[str, Any] | None,
+    *,
+    strict: bool = False,
 ) -> HTTPRequest:
     """Build the exact HTTP request ``client_type`` sends for this call (spec 04 §4, 05).
 
     The path is relative to the base URL; the headers carry no credentials
-    (``auth_headers``). Messages and config may be values or wire dicts.
+    (``auth_headers``). Messages and config may be values or wire dicts; both are read and
+    checked first (``coerce_messages``, ``coerce_config``), config keys that are not
+    UniConfig fields warn (or raise in ``strict`` mode, 08 D57), and ``extra_body`` is merged
+    into the built body last, objects recursively, never over what the mapping wrote.
 
     Raises:
-        InvalidMessageError: a message with nothing sendable or one that cannot be read
-            (RFC-0003 §3.3), with ``message_index``.
-        UnsupportedParameterError: a config value the client cannot send (RFC-0003 §6.2);
-            config errors come before message-conversion errors (spec 02 §8).
+        InvalidMessageError: no messages, a message with nothing sendable or one that cannot
+            be read (RFC-0003 §3.3), with ``message_index``.
+        UnsupportedParameterError: a config value the client cannot send (RFC-0003 §6.2),
+            an unknown key in strict mode, or an ``extra_body`` that would overwrite the
+            mapping or send what the model refuses (``parameter="extra_body"``); config
+            errors come before message-conversion errors (spec 02 §8).
+        WireFormatError: a config that is not one, or a ``thinking_level`` that is not a
+            level (08 D68).
         UnsupportedContentError: an item the model cannot take.
+        RoutingError: a model id that is not a string (08 D69), an unknown client
+            type.
     """
+    model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = _resolve(client_type, model)
     values = coerce_messages(client, messages)
     if protocol.traits.base_preflight:
+        if not values:
+            raise InvalidMessageError(
+                client, None, None, detail="messages is empty: give at least one message"
+            )
         for index, message in enumerate(values):
             if not message.content_items:
                 raise InvalidMessageError(client, None, index, detail="no content items")
-    return protocol.build_request(client, profile, model, values, coerce_config(client, config))
+    settings = coerce_config(client, config)
+    _preflight.warn_unknown_keys(client, settings, strict=strict)
+    _check_extra_body(client, profile, protocol, model, settings)
+    request = protocol.build_request(client, profile, model, values, settings)
+    if not settings.extra_body:
+        return request
+    body = _preflight.merge_extra_body(client, request.body, settings.extra_body)
+    return attrs.evolve(request, body=body)
 
 
 def render(

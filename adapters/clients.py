@@ -32,6 +32,7 @@ from mmsp_core.errors import (
 from . import _registry
 from ._catalog import CATALOG
 from ._convert import model_key
+from ._preflight import check_model_id
 from ._registry import CLIENTS, canonical_client_type
 from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys, Traits
 from .anthropic_messages import profiles as anthropic_profiles
@@ -179,10 +180,13 @@ def route(model: str, client_type: str | None = None) -> str:
     Either way, ``openai-official`` with a ``text-embedding-*`` id becomes ``openai-embedding``.
 
     Raises:
-        RoutingError: an unknown client type (``client_type`` = the name given), or no client
-            type and a model id of no known family (``client_type=None``); gateway ids such as
-            ``moonshotai/kimi-k3`` need a client type.
+        RoutingError: a model id that is ``None``, empty or not a string, or a client type
+            that is not a string (08 D69); an unknown client type (``client_type`` = the name
+            given, the known ones in the detail), or no client type and a model id of no known
+            family (``client_type=None``); gateway ids such as ``moonshotai/kimi-k3`` need a
+            client type.
     """
+    model = check_model_id(model, client_type)
     key = model_key(model)
     if client_type:
         routed = canonical_client_type(client_type)

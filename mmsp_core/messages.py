@@ -51,9 +51,12 @@ def concat_uni_events_to_uni_message(events: Iterable[UniEvent]) -> UniMessage:
 
 
 def _is_legacy(item: Any) -> bool:
-    return isinstance(item, Mapping) and (
-        item.get("type") in LEGACY_TYPES or item.get("type") == _STRAY
-    )
+    """Whether ``item`` is a dict item of a legacy type; a ``type`` that is not a string (a
+    list, say) is left for the reader to refuse."""
+    if not isinstance(item, Mapping):
+        return False
+    item_type = item.get("type")
+    return isinstance(item_type, str) and (item_type in LEGACY_TYPES or item_type == _STRAY)
 
 
 def _normalize_one(message: _M) -> _M:

@@ -12,7 +12,7 @@ stream (spec 02 §4, 09).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 
 import attrs
@@ -331,13 +331,49 @@ class UniEvent:
 @final
 @attrs.frozen(slots=True)
 class UniMessage:
-    """A conversation message: ``content_items`` holds done items only (spec 01 §2)."""
+    """A conversation message: ``content_items`` holds done items only (spec 01 §2).
+
+    There is no ``system`` role: system text is ``UniConfig.system_prompt``. The class methods
+    ``user``, ``assistant`` and ``tool_result`` build the common messages; they are ordinary
+    values, checked like any other before a request (08 D58).
+    """
 
     role: Role
     content_items: tuple[DoneItem, ...]
     usage_metadata: UsageMetadata | None = None
     finish_reason: FinishReason | None = None
     created_at: int | None = None
+
+    @classmethod
+    def user(cls, *content: str | DoneItem) -> UniMessage:
+        """A user message; each string becomes a ``TextDone``, items are kept in order.
+
+        ``UniMessage.user("Hi")`` is ``UniMessage("user", (TextDone("Hi"),))``;
+        ``UniMessage.user("What is this?", ImageUrlDone(url))`` adds an image after the text.
+        """
+        return cls("user", _items_of(content))
+
+    @classmethod
+    def assistant(cls, *content: str | DoneItem) -> UniMessage:
+        """An assistant message, as ``user`` builds a user message (to write a history by hand)."""
+        return cls("assistant", _items_of(content))
+
+    @classmethod
+    def tool_result(
+        cls, call: ToolCallDone, text: str, *, images: Sequence[str] | None = None
+    ) -> UniMessage:
+        """The user message that answers the tool call ``call`` with ``text``.
+
+        It holds one ``ToolResultDone`` carrying ``call.tool_call_id``, which is how every
+        provider pairs a result with its call; ``images`` are URLs or ``data:`` URIs shown with
+        the result where the provider takes them (spec 01 §4).
+        """
+        shown = None if images is None else tuple(images)
+        return cls("user", (ToolResultDone(text, call.tool_call_id, shown),))
+
+
+def _items_of(content: tuple[str | DoneItem, ...]) -> tuple[DoneItem, ...]:
+    return tuple(TextDone(part) if isinstance(part, str) else part for part in content)
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,7 +420,12 @@ class EmbeddingConfig:
 @final
 @attrs.frozen(slots=True, kw_only=True)
 class UniConfig:
-    """Request options; every key optional. Unknown keys are kept in ``extra`` (09)."""
+    """Request options; every key optional.
+
+    Unknown keys are kept in ``extra`` (09): provider clients ignore them with a warning that
+    names the close match ("did you mean 'max_tokens'?") and refuse them in strict mode; the
+    mmsp client forwards them (08 D57).
+    """
 
     max_tokens: int | None = None
     temperature: float | None = None
@@ -399,4 +440,7 @@ class UniConfig:
     tts_config: tuple[SpeakerConfig, ...] | None = None
     embedding_config: EmbeddingConfig | None = None
     trace_id: str | None = None
+    #: A JSON object merged into the request body after the mapping, objects recursively, for
+    #: fields the mapping does not know; it may not overwrite what the mapping wrote (08 D57).
+    extra_body: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -65,6 +67,7 @@ __all__ = [
 _USAGE_KEYS: Final = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH: Final[Mapping[str, FinishReason]] = {f.value: f for f in FinishReason}
 _E = TypeVar("_E")
+_S = TypeVar("_S", bound=enum.StrEnum)
 
 
 # ============================================================================================
@@ -398,7 +401,8 @@ def message_from_wire(d: Any) -> UniMessage:
     obj = _obj(d, "message")
     role = obj.get("role")
     if role not in ("user", "assistant"):
-        raise _fail("message.role", f"expected 'user' or 'assistant', got {_shown(role)}")
+        hint = "; system text goes in the config's system_prompt" if role == "system" else ""
+        raise _fail("message.role", f"expected 'user' or 'assistant', got {_shown(role)}{hint}")
     items = _items(obj.get("content_items"), "message.content_items")
     for i, item in enumerate(items):
         if not item.type.endswith(".done"):
@@ -419,13 +423,15 @@ def message_from_wire(d: Any) -> UniMessage:
 # -- config -------------------------------------------------------------------------------
 
 
-def _enum(kind: Callable[[str], _E], value: Any, path: str) -> _E:
+def _enum(kind: type[_S], value: Any, path: str) -> _S:
+    """A member of the string enum ``kind``; the reason lists every accepted value."""
     if isinstance(value, str):  # a member of the enum is a str too
         try:
             return kind(value)
         except ValueError:
             pass
-    raise _fail(path, f"unknown value {_shown(value)}")
+    accepted = ", ".join(member.value for member in kind)
+    raise _fail(path, f"unknown value {_shown(value)}; accepted: {accepted}")
 
 
 def _tool(d: Any, path: str) -> ToolSchema:
@@ -477,17 +483,42 @@ def _embedding_config(d: Any, path: str) -> EmbeddingConfig:
 def _typed(kind: type | tuple[type, ...], name: str) -> Callable[[Any, str], Any]:
     def read(value: Any, path: str) -> Any:
         if type(value) is bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise _fail(path, f"expected {name}")
+            raise _fail(path, f"expected {name}, got {_shown(value)}")
         if not isinstance(value, kind):
-            raise _fail(path, f"expected {name}")
+            raise _fail(path, f"expected {name}, got {_shown(value)}")
         return value
 
     return read
 
 
+#: The largest ``max_tokens`` (08 D58): a signed 32-bit count, which every provider takes.
+MAX_TOKENS_LIMIT: Final = 2**31 - 1
+
+
+def _max_tokens(value: Any, path: str) -> int:
+    """An integer from 1 to ``MAX_TOKENS_LIMIT``; a bool is not one (08 D58)."""
+    if type(value) is not int or not 1 <= value <= MAX_TOKENS_LIMIT:
+        raise _fail(path, f"expected an integer from 1 to {MAX_TOKENS_LIMIT}, got {_shown(value)}")
+    return value
+
+
+def _temperature(value: Any, path: str) -> float:
+    """A finite number: NaN and the infinities are not JSON, so no request can carry them."""
+    number = _float(value, path) if type(value) in (int, float) else None
+    if number is None or not math.isfinite(number):
+        raise _fail(path, f"expected a finite number, got {_shown(value)}")
+    return number
+
+
+def _json_object(value: Any, path: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _fail(path, f"expected a JSON object, got {_shown(value)}")
+    return value
+
+
 _CONFIG_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
-    "max_tokens": _typed(int, "an integer"),
-    "temperature": lambda v, p: _float(_typed((int, float), "a number")(v, p), p),
+    "max_tokens": _max_tokens,
+    "temperature": _temperature,
     "tools": lambda v, p: _list_of(v, p, _tool),
     "tool_choice": _tool_choice,
     "thinking_level": lambda v, p: _enum(ThinkingLevel, v, p),
@@ -499,14 +530,19 @@ _CONFIG_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
     "tts_config": lambda v, p: _list_of(v, p, _speaker),
     "embedding_config": _embedding_config,
     "trace_id": _typed(str, "a string"),
+    "extra_body": _json_object,
 }
 
 
 def config_from_wire(d: Any) -> UniConfig:
     """Read a ``UniConfig``; unknown keys go to ``extra``, ``null`` values count as unset.
 
+    Each known key is checked as 08 D58 says: ``max_tokens`` an integer from 1 to
+    ``MAX_TOKENS_LIMIT`` (a bool is not one), ``temperature`` a finite number, an enum key one
+    of its members (the reason lists them, 08 D68), ``extra_body`` a JSON object.
+
     Raises:
-        WireFormatError: a known key with a value of the wrong type.
+        WireFormatError: a known key with a value of the wrong type, with the key's path.
     """
     obj = _obj(d, "config")
     known: dict[str, Any] = {}

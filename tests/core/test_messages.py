@@ -163,3 +163,10 @@ def test_exactly_one_future_warning_per_process(tmp_path: Path) -> None:
     assert "0.6.0" in message
     # The warning points at the caller's line, not into mmsp_core.
     assert Path(filename) == script
+
+
+@pytest.mark.parametrize("item_type", [["text"], {"a": 1}, None, 5])
+def test_an_item_type_that_is_not_a_string_is_left_for_the_reader(item_type: Any) -> None:
+    # A list or an object is unhashable: it must not crash the legacy check (08 D69).
+    messages = [{"role": "user", "content_items": [{"type": item_type, "text": "hi"}]}]
+    assert normalize_legacy_messages(messages)[0] is messages[0]

@@ -338,6 +338,14 @@ BAD: list[tuple[Callable[[Any], Any], Any, str]] = [
     (config_from_wire, {"prompt_caching": "sometimes"}, "config.prompt_caching"),
     (config_from_wire, {"max_tokens": "10"}, "config.max_tokens"),
     (config_from_wire, {"max_tokens": True}, "config.max_tokens"),
+    (config_from_wire, {"max_tokens": 0}, "config.max_tokens"),
+    (config_from_wire, {"max_tokens": -1}, "config.max_tokens"),
+    (config_from_wire, {"max_tokens": 2**31}, "config.max_tokens"),
+    (config_from_wire, {"max_tokens": 2**70}, "config.max_tokens"),
+    (config_from_wire, {"temperature": float("nan")}, "config.temperature"),
+    (config_from_wire, {"temperature": float("-inf")}, "config.temperature"),
+    (config_from_wire, {"extra_body": [1]}, "config.extra_body"),
+    (config_from_wire, {"extra_body": "x"}, "config.extra_body"),
     (config_from_wire, {"temperature": "hot"}, "config.temperature"),
     (config_from_wire, {"temperature": 10**400}, "config.temperature"),
     (config_from_wire, {"thinking_summary": "yes"}, "config.thinking_summary"),
@@ -455,3 +463,45 @@ def test_any_json_value_as_the_document_raises_only_wire_format_error(value: Any
     for read, _ in _READERS:
         with contextlib.suppress(WireFormatError):
             read(document)
+
+
+# --------------------------------------------------------------------------------------------
+# What a reason says (08 D58, D68, D69): what was wrong and what is accepted
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ({"thinking_level": "extreme"},
+     "unknown value 'extreme'; accepted: none, low, medium, high, xhigh, max"),
+    ({"prompt_caching": "x"}, "unknown value 'x'; accepted: enable, disable, enhance"),
+    ({"max_tokens": "100"}, "expected an integer from 1 to 2147483647, got '100'"),
+    ({"max_tokens": 0}, "expected an integer from 1 to 2147483647, got 0"),
+    ({"temperature": float("inf")}, "expected a finite number, got inf"),
+    ({"system_prompt": 5}, "expected a string, got 5"),
+])
+def test_a_config_reason_says_what_was_given_and_what_is_accepted(
+    value: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(WireFormatError) as info:
+        config_from_wire(value)
+    assert info.value.reason == reason
+
+
+def test_a_system_role_says_where_system_text_goes() -> None:
+    with pytest.raises(WireFormatError) as info:
+        message_from_wire({"role": "system", "content_items": []})
+    assert info.value.path == "message.role"
+    assert "system_prompt" in info.value.reason
+
+
+def test_the_bounds_of_max_tokens_are_accepted() -> None:
+    assert config_from_wire({"max_tokens": 1}).max_tokens == 1
+    assert config_from_wire({"max_tokens": 2**31 - 1}).max_tokens == 2**31 - 1
+
+
+def test_extra_body_travels_in_the_wire_form() -> None:
+    config = UniConfig(max_tokens=5, extra_body={"seed": 7, "nested": {"a": [1]}})
+    wire = to_wire(config)
+    assert wire == {"max_tokens": 5, "extra_body": {"seed": 7, "nested": {"a": [1]}}}
+    assert config_from_wire(wire) == config
+    assert config_from_wire({"extra_body": None}).extra_body is None
