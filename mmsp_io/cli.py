@@ -7,16 +7,21 @@ Commands:
   ``AutoLLMClient`` as the protocol's client, with a fake key: a question,
   a streamed answer with thinking and a tool call, the local tool's result sent back, the
   final streamed answer. Needs no key and no network.
-- ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key comes from
-  the provider's ``<P>_API_KEY`` variable (spec 04 §3).
+- ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key is
+  ``--api-key``, else the provider's ``<P>_API_KEY`` variable under the client's key-safety
+  rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
 - ``replay --source SOURCE FILE``: decodes a recorded provider body through
   ``adapters.decode`` and prints the unified stream.
-- ``serve``: the MMSP server; not available yet.
 
 Every command prints the public stream the same way: fragments as they arrive, each ``.done``
-item and the ``stop`` on a line of their own, with usage and finish reason. ``--backend trio``
-runs ``demo`` and ``chat`` under trio instead of asyncio. Exit status: 0 on success, 1 when a
-call failed, 2 for a usage error or a command that is not available.
+item and the ``stop`` on a line of their own, with usage and finish reason; text that cannot be
+encoded for the terminal is shown escaped. ``--backend trio`` runs ``demo`` and ``chat`` under
+trio instead of asyncio.
+
+Failures: every failure is one line on stderr, ``mmsp-sansio <command>: <ErrorType>: <message>``,
+after the line of streamed text has been ended; no traceback unless ``--debug`` is given. Keys
+never show (08 D61). Exit status: 0 on success, 1 when a call failed, 2 for a usage error or an
+unreadable file, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
+import traceback
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
 from functools import partial
@@ -34,7 +41,8 @@ from typing import Any, Final, TextIO
 import anyio
 
 import adapters
-from mmsp_core.errors import MMSPError
+from adapters.clients import client_spec
+from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
 from mmsp_core.model import (
     DeltaItem,
     DoneItem,
@@ -124,6 +132,11 @@ class StreamPrinter:
         self._out.write(_fragment(item))
         self._out.flush()
 
+    def end_line(self) -> None:
+        """End a line of fragments still open, so that what comes next starts a line."""
+        self._end_fragments()
+        self._out.flush()
+
     def _end_fragments(self) -> None:
         if self._streaming is not None:
             self._out.write("\n")
@@ -196,8 +209,7 @@ async def _agent_loop(client: AutoLLMClient, question: str, printer: StreamPrint
         message = UniMessage(role="user", content_items=tuple(results))
 
 
-async def _demo(delay: float, out: TextIO) -> int:
-    printer = StreamPrinter(out)
+async def _demo(delay: float, printer: StreamPrinter) -> int:
     async with simulator.Simulator.running(api_key=_DEMO_KEY, delay=delay) as sim:
         printer.line(f"Provider simulator listening on {sim.url} (loopback only)")
         for protocol in simulator.simulated_protocols():
@@ -225,10 +237,9 @@ async def _print_stream(events: AsyncGenerator[UniEvent, None], printer: StreamP
             printer.event(event)
 
 
-async def _chat(args: argparse.Namespace, out: TextIO) -> int:
-    printer = StreamPrinter(out)
+async def _chat(args: argparse.Namespace, printer: StreamPrinter) -> int:
     async with AutoLLMClient(
-        args.model, client_type=args.client_type, base_url=args.base_url
+        args.model, client_type=args.client_type, base_url=args.base_url, api_key=args.api_key
     ) as client:
         message = UniMessage(role="user", content_items=(TextDone(text=args.prompt),))
         config = UniConfig(system_prompt=args.system)
@@ -236,12 +247,11 @@ async def _chat(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _replay(args: argparse.Namespace, out: TextIO) -> int:
+def _replay(args: argparse.Namespace, printer: StreamPrinter) -> int:
     data = Path(args.file).read_bytes()
     chunks: Iterable[bytes] = [data]
     if args.chunk_size:
         chunks = (data[i : i + args.chunk_size] for i in range(0, len(data), args.chunk_size))
-    printer = StreamPrinter(out)
     for event in adapters.decode(args.source, chunks, strict=args.strict):
         printer.event(event)
     return 0
@@ -257,8 +267,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="mmsp-sansio",
         description="One message format and one streaming grammar over many LLM providers.",
     )
+    debug_help = "show the traceback of a failure"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    backend = argparse.ArgumentParser(add_help=False)
+    # ``--debug`` after the command too; SUPPRESS keeps a subcommand from resetting it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help=debug_help)
+    backend = argparse.ArgumentParser(add_help=False, parents=[common])
     backend.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="event loop to run on"
     )
@@ -273,45 +289,76 @@ def _parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", parents=[backend], help="stream one answer from a provider")
     chat.add_argument("--model", required=True, help="model id, e.g. claude-sonnet-5")
     chat.add_argument("--client-type", help="client type; else CLIENT_TYPE, else by model id")
-    chat.add_argument("--base-url", help="endpoint; needs the key passed in code (spec 04 §3)")
+    chat.add_argument("--base-url", help="endpoint; needs --api-key (spec 04 §3)")
+    chat.add_argument(
+        "--api-key", help="the key; else the provider's <P>_API_KEY, for its own endpoint only"
+    )
     chat.add_argument("--system", help="system prompt")
     chat.add_argument("prompt")
 
-    replay = commands.add_parser("replay", help="decode a recorded provider body")
+    replay = commands.add_parser(
+        "replay", parents=[common], help="decode a recorded provider body"
+    )
     replay.add_argument(
         "--source", required=True, help="client type or wire protocol, e.g. ant-messages"
     )
     replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
     replay.add_argument("--chunk-size", type=int, help="feed the body in pieces of N bytes")
     replay.add_argument("file")
-
-    commands.add_parser("serve", help="the MMSP server (not available yet)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (module docstring)."""
     args = _parser().parse_args(argv)
-    out, err = sys.stdout, sys.stderr
+    out, err = _tolerant(sys.stdout), _tolerant(sys.stderr)
+    printer = StreamPrinter(out)
     try:
-        if args.command == "serve":
-            err.write("mmsp-sansio: serve is not available yet.\n")
-            return 2
         if args.command == "replay":
-            return _replay(args, out)
+            return _replay(args, printer)
         if args.backend == "trio" and importlib.util.find_spec("trio") is None:
-            err.write("mmsp-sansio: --backend trio needs trio: pip install trio\n")
-            return 2
+            return _fail(args, err, "--backend trio needs trio: pip install trio", 2)
         run = (
-            partial(_demo, args.delay, out) if args.command == "demo" else partial(_chat, args, out)
+            partial(_demo, args.delay, printer) if args.command == "demo"
+            else partial(_chat, args, printer)
         )
         return anyio.run(run, backend=args.backend)
-    except MMSPError as exc:
-        out.flush()
-        err.write(f"mmsp-sansio {args.command}: {type(exc).__name__}: {exc}\n")
-        return 1
-    except OSError as exc:  # an unreadable replay file
-        err.write(f"mmsp-sansio {args.command}: {exc}\n")
-        return 2
     except KeyboardInterrupt:
+        printer.end_line()
         return 130
+    except Exception as exc:  # every failure is one line (module docstring)
+        printer.end_line()
+        if getattr(args, "debug", False):
+            traceback.print_exception(exc, file=err)
+        status = 2 if isinstance(exc, OSError) and not isinstance(exc, MMSPError) else 1
+        hint = " Pass --api-key." if isinstance(exc, ApiKeyRequiredError) else ""
+        return _fail(args, err, f"{type(exc).__name__}: {exc}{hint}", status)
+
+
+def _tolerant(stream: TextIO) -> TextIO:
+    """``stream``, showing what it cannot encode as escapes instead of failing on it."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+    return stream
+
+
+def _fail(args: argparse.Namespace, err: TextIO, message: str, status: int) -> int:
+    """Write ``message`` as the one line of a failure, the key redacted; return ``status``."""
+    for key in _keys(args):
+        message = redact(message, key)
+    err.write(f"mmsp-sansio {args.command}: {' '.join(message.split())}\n")
+    err.flush()
+    return status
+
+
+def _keys(args: argparse.Namespace) -> list[str]:
+    """The keys this run may hold: ``--api-key`` and the chosen client's key variable."""
+    keys = [args.api_key] if getattr(args, "api_key", None) else []
+    if args.command == "chat":
+        try:
+            spec = client_spec(adapters.route(args.model, args.client_type))
+        except MMSPError:
+            return keys
+        keys += [os.environ[spec.api_key_env]] if os.environ.get(spec.api_key_env) else []
+    return keys

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import anyio.from_thread
 import pytest
 
 import adapters
@@ -18,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "CLIENT_TYPE")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
+def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES} | variables
     return subprocess.run(
         [sys.executable, "-m", "mmsp_io", *args],
         cwd=ROOT,
@@ -101,10 +104,86 @@ def test_chat_without_a_key_says_which_variable_to_set() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_serve_is_not_available_yet() -> None:
+def test_serve_is_not_offered_until_it_exists() -> None:
+    assert "serve" not in run("--help").stdout
     result = run("serve")
     assert result.returncode == 2
-    assert "not available yet" in result.stderr
+    assert "invalid choice: 'serve'" in result.stderr
+
+
+@contextmanager
+def simulator_in_a_thread(reply: simulator.Reply, api_key: str) -> Iterator[simulator.Simulator]:
+    """The provider simulator on its own event loop, for a command run as a subprocess."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(
+            simulator.Simulator.running(reply, api_key=api_key)
+        ) as sim,
+    ):
+        yield sim
+
+
+def chat(sim: simulator.Simulator, *options: str) -> subprocess.CompletedProcess[str]:
+    return run("chat", "--model", "sim-model", "--client-type", "openai-chat",
+               "--base-url", sim.base_url("openai-chat"), *options, "Hi")
+
+
+def test_chat_with_a_base_url_takes_its_key_as_api_key() -> None:
+    reply = simulator.Reply(items=[TextDone(text="Hello there")])
+    with simulator_in_a_thread(reply, "sk-cli-key") as sim:
+        result = chat(sim, "--api-key", "sk-cli-key")
+        missing = chat(sim)
+    assert result.returncode == 0, result.stderr
+    assert "text> Hello there" in result.stdout.splitlines()
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("mmsp-sansio chat: ApiKeyRequiredError: ")
+    assert "--api-key" in missing.stderr and len(missing.stderr.splitlines()) == 1
+
+
+def test_a_failure_mid_stream_ends_the_line_of_text_first() -> None:
+    items = [TextDone(text="Hello there, a long answer")]
+    with simulator_in_a_thread(simulator.Reply(items=items, error_after=3), "k") as sim:
+        result = chat(sim, "--api-key", "k")
+    assert result.returncode == 1
+    assert result.stdout.startswith("text> ") and result.stdout.endswith("\n")
+    assert result.stderr.startswith("mmsp-sansio chat: ProviderStreamError: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_key_in_a_bad_base_url_does_not_show_on_stderr() -> None:
+    key = "sk-cli-Zq7Xw2Vb9Nm4Lk8Jh3Gf6Ds1Ap0Oi5Uy"
+    result = run("chat", "--model", "gpt-6", "--base-url", f"ftp://host/{key}", "--api-key", key,
+                 "Hi")
+    assert result.returncode == 1
+    assert result.stderr.startswith("mmsp-sansio chat: UnsupportedParameterError: ")
+    assert not any(key[8:][i : i + 12] in result.stderr for i in range(len(key) - 19))
+
+
+def test_replay_of_a_deeply_nested_body_is_one_line_and_debug_shows_the_traceback(
+    tmp_path: Path
+) -> None:
+    body = tmp_path / "deep.sse"
+    body.write_bytes(b"data: " + b"[" * 100_000 + b"\n\n")
+    result = run("replay", "--source", "openai-chat", str(body))
+    assert result.returncode == 1
+    assert result.stderr.startswith("mmsp-sansio replay: ")
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    debug = run("replay", "--debug", "--source", "openai-chat", str(body))
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert debug.stderr.splitlines()[-1] == result.stderr.strip()
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_replay_prints_text_the_terminal_cannot_encode(encoding: str, tmp_path: Path) -> None:
+    """A lone surrogate in the answer, and text an ASCII terminal cannot show: escaped."""
+    usage = UsageMetadata(prompt_tokens=3, response_tokens=2)
+    whole = adapters.render("openai-chat", [TextDone(text="Hi X")], usage, FinishReason.STOP)
+    body = tmp_path / "surrogate.sse"
+    body.write_bytes(whole.replace(b"Hi X", b"Hi \\ud83d caf\\u00e9"))
+    result = run("replay", "--source", "openai-chat", str(body), PYTHONIOENCODING=encoding)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("text> Hi ")
 
 
 def test_a_missing_file_and_a_missing_command_are_usage_errors(tmp_path: Path) -> None:
@@ -118,5 +197,5 @@ def test_the_console_script_is_the_same_command() -> None:
     script = Path(sys.executable).with_name("mmsp-sansio")
     if not script.exists():
         pytest.skip("the package is not installed with its console script")
-    result = subprocess.run([script, "serve"], capture_output=True, text=True, check=False)
-    assert (result.returncode, result.stderr) == (2, run("serve").stderr)
+    result = subprocess.run([script, "replay"], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stderr) == (2, run("replay").stderr)
