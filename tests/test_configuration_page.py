@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import attrs
 import pytest
 
 import adapters
-from mmsp_core import ThinkingLevel, UnsupportedOperationError
+from mmsp_core import ThinkingLevel, UniConfig, UnsupportedOperationError
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 SECTION = "## Thinking levels by client and generation"
@@ -147,3 +148,16 @@ def test_each_cell_is_what_build_request_sends(row: Row, model: str) -> None:
         assert sent_for(row.client, model, level) == row.cells[level], (
             f"docs/configuration.md, {row.client}, {row.generation}, {model}, {level}"
         )
+
+
+def test_the_key_tables_name_every_config_key() -> None:
+    """Every ``UniConfig`` field is named in each protocol's key table (or said common to all)."""
+    text = PAGE.read_text(encoding="utf-8").split(SECTION, 1)[0]
+    common = text.split("## Keys every client treats the same way", 1)[1].split("\n## ", 1)[0]
+    tables = [part for part in text.split("\n## ")[1:] if part.startswith(("Anthropic", "OpenAI"))]
+    assert len(tables) == 3, [part.splitlines()[0] for part in tables]
+    keys = [field.name for field in attrs.fields(UniConfig) if field.name != "extra"]
+    for table in tables:
+        for key in keys:
+            named = re.compile(rf"`{key}[`:]")
+            assert named.search(table) or named.search(common), (table.splitlines()[0], key)
