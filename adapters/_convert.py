@@ -1,4 +1,5 @@
-"""Small conversions every request builder shares (spec 05 §1, §5).
+"""Small conversions the protocol modules share: request building (spec 05 §1, §5) and the
+one rule of usage reading that every protocol applies (08 D52).
 
 Protocol modules import these instead of writing their own copies. Add here only what at
 least two protocol modules need.
@@ -20,6 +21,7 @@ __all__ = [
     "check_tool_choice_list",
     "model_key",
     "parse_data_uri",
+    "response_tokens",
 ]
 
 
@@ -65,3 +67,18 @@ def parse_data_uri(client: str, uri: str, message_index: int) -> tuple[str, byte
         raise InvalidMessageError(
             client, "image_url", message_index, detail=f"bad base64 in data URI: {exc}"
         ) from exc
+
+
+def response_tokens(output: int | None, thoughts: int | None) -> int | None:
+    """The response part of an output count that includes the thinking: ``output - thoughts``.
+
+    An endpoint whose output count is smaller than its thinking count left the thinking out
+    of it (xAI, OpenRouter), so the output count is the response itself, and a negative count
+    is never reported; the caller keeps ``thoughts`` as reported. A ``None`` thinking count
+    subtracts nothing; a ``None`` output count gives ``None``. This is 08 D52, which subsumes
+    06 §7's OpenRouter fix, on every protocol.
+    """
+    if output is None or thoughts is None:
+        return output
+    response = output - thoughts
+    return output if response < 0 else response

@@ -36,8 +36,10 @@ dispatched by ``_DELTAS``, keyed by ``(block kind, delta type)``; delta types we
 (``citations_delta``, ``compaction_delta``, anything new) are skipped in both modes (06 §1).
 
 ``message_start`` and ``message_delta`` produce ``stop`` events with the usage read by the
-package's one usage mapping (``usage``: 06 §1, and the OpenRouter fix of 06 §7 when
-``base_url`` names openrouter.ai); ``message_delta`` also maps ``stop_reason``. The machine
+package's one usage mapping (``usage``: 06 §1, 08 D52), through the machine's
+``InputCounts``, which remembers the input counts seen so far, so that a cache creation count
+arriving only on ``message_delta`` still adds to ``message_start``'s ``input_tokens`` (08 D53);
+``message_delta`` also maps ``stop_reason``. The machine
 keeps the usage merged so far only so that an ``error`` event can report it: ``error`` raises
 ``ProviderStreamError`` with the provider's error type and message (08 D4). Handlers read
 fields through ``adapters._json``, so a known event whose data is not the JSON it must be
@@ -67,7 +69,7 @@ from mmsp_core.model import (
 )
 from mmsp_core.sse import SSEEvent
 
-from .usage import from_message_delta, from_message_start
+from .usage import InputCounts, from_message_delta, from_message_start
 
 __all__ = [
     "FINISH_REASONS",
@@ -155,7 +157,7 @@ def _on_message_start(m: AnthropicMessagesMachine, text: str) -> UniEvent:
     counts = opt_obj(obj(loads_object(text), "message"), "usage")
     if counts is None:
         return UniEvent("stop")
-    return UniEvent("stop", usage_metadata=m.record_usage(from_message_start(counts)))
+    return UniEvent("stop", usage_metadata=m.record_usage(from_message_start(counts, m.inputs)))
 
 
 def _on_message_delta(m: AnthropicMessagesMachine, text: str) -> UniEvent:
@@ -166,7 +168,7 @@ def _on_message_delta(m: AnthropicMessagesMachine, text: str) -> UniEvent:
     counts = opt_obj(data, "usage")
     if counts is None:
         return UniEvent("stop", finish_reason=finish)
-    read = from_message_delta(counts, openrouter=m.openrouter)
+    read = from_message_delta(counts, m.inputs)
     return UniEvent("stop", usage_metadata=m.record_usage(read), finish_reason=finish)
 
 
@@ -302,11 +304,10 @@ class AnthropicMessagesMachine(TableMachine):
         profile: the client's ``AnthropicProfile``; the stream reads the same on every client
             (08 D32), so the machine reads nothing of it.
         strict: unknown and out-of-place events raise ``UnknownEventError`` (08 D8).
-        base_url: one containing ``openrouter.ai`` turns on the OpenRouter usage fix (06 §7,
-            08 D32).
+        base_url: reserved, not read: usage reads the same on every endpoint (08 D52).
     """
 
-    __slots__ = ("blocks", "openrouter", "usage")
+    __slots__ = ("blocks", "inputs", "usage")
 
     TRANSITIONS = _TRANSITIONS
     TERMINAL = frozenset({_State.DONE})
@@ -314,11 +315,12 @@ class AnthropicMessagesMachine(TableMachine):
 
     def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
         super().__init__(client, profile, strict=strict)
-        self.openrouter = base_url is not None and "openrouter.ai" in base_url
         #: Open content blocks: index -> kind.
         self.blocks: dict[int, _Block] = {}
         #: Usage merged so far, for ``ProviderStreamError`` (08 D4, D7).
         self.usage: UsageMetadata | None = None
+        #: The input counts seen so far (08 D53).
+        self.inputs = InputCounts()
 
     def record_usage(self, counts: UsageMetadata) -> UsageMetadata:
         """Merge ``counts`` into the usage so far (08 D7) and return ``counts``."""

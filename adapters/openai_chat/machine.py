@@ -245,8 +245,8 @@ def _message(value: Any, text: str) -> str:
 class ChatMachine(TableMachine):
     """Decode one Chat Completions response (see the module docstring).
 
-    Built as ``adapters._spec.NewMachine``: ``base_url`` only chooses the OpenRouter usage
-    fix (spec 06 §7).
+    Built as ``adapters._spec.NewMachine``; ``base_url`` is reserved and not read: usage reads
+    the same on every endpoint (08 D52).
     """
 
     __slots__ = (
@@ -255,7 +255,6 @@ class ChatMachine(TableMachine):
         "_call_wire_id",
         "_calls",
         "_encrypted_blocks",
-        "_openrouter",
         "_usage",
     )
 
@@ -272,8 +271,6 @@ class ChatMachine(TableMachine):
 
     def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
         super().__init__(client, profile, strict=strict)
-        # Spec 06 §7: OpenRouter sometimes leaves reasoning out of completion_tokens.
-        self._openrouter = base_url is not None and "openrouter.ai" in base_url
         self._usage: UsageMetadata | None = None
         # The open tool call: its wire index and wire id; ``_calls`` counts calls so far.
         self._call_open = False
@@ -296,7 +293,7 @@ class ChatMachine(TableMachine):
         Raises:
             BadField: a usage field of the wrong JSON type.
         """
-        usage = read_usage(chunk, openrouter=self._openrouter)
+        usage = read_usage(chunk)
         if usage is not None:
             self._usage = usage if self._usage is None else self._usage.merge(usage)
         return usage

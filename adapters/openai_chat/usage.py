@@ -3,8 +3,8 @@
 The wire counts totals: ``prompt_tokens`` includes ``prompt_tokens_details.cached_tokens``
 and ``completion_tokens`` includes ``completion_tokens_details.reasoning_tokens``. MMSP keeps
 the four parts apart, so reading subtracts the details and writing adds them back:
-``read_usage({"usage": usage_json(u)}, openrouter=False) == u`` for every ``u``. The machine
-reads with ``read_usage``, the renderer writes with ``usage_json``.
+``read_usage({"usage": usage_json(u)}) == u`` for every ``u`` with no negative count. The
+machine reads with ``read_usage``, the renderer writes with ``usage_json``.
 """
 
 from __future__ import annotations
@@ -12,22 +12,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from adapters._convert import response_tokens
 from adapters._json import opt_integer, opt_obj
 from mmsp_core.model import UsageMetadata
 
 __all__ = ["read_usage", "usage_json"]
 
 
-def read_usage(chunk: Mapping[str, Any], *, openrouter: bool) -> UsageMetadata | None:
+def read_usage(chunk: Mapping[str, Any]) -> UsageMetadata | None:
     """Return the usage a chunk carries, or ``None`` when it carries none (spec 06 §3).
 
     The usage is ``chunk.usage``, else ``chunk.x_groq.usage`` (older Groq responses carry it
     only there; an ``x_groq`` that is not an object is not Groq's and is ignored).
     ``cached = prompt_tokens_details.cached_tokens``, ``prompt = prompt_tokens - cached``,
     ``thoughts = completion_tokens_details.reasoning_tokens``,
-    ``response = completion_tokens - thoughts``; a missing detail leaves its total whole.
-    ``openrouter`` applies the OpenRouter fix (spec 06 §7): a negative ``response`` means the
-    gateway left reasoning out of ``completion_tokens``, which is then the response alone.
+    ``response = completion_tokens - thoughts``, or ``completion_tokens`` itself when that
+    would be negative (the endpoint left reasoning out of it: ``response_tokens``, 08 D52); a
+    missing detail leaves its total whole.
 
     Raises:
         BadField: a usage object or count of the wrong JSON type.
@@ -50,11 +51,7 @@ def read_usage(chunk: Mapping[str, Any], *, openrouter: bool) -> UsageMetadata |
     )
     if prompt is not None and cached is not None:
         prompt -= cached
-    if completion is not None and thoughts is not None:
-        completion -= thoughts
-        if openrouter and completion < 0:
-            completion += thoughts
-    return UsageMetadata(cached, prompt, thoughts, completion)
+    return UsageMetadata(cached, prompt, thoughts, response_tokens(completion, thoughts))
 
 
 def usage_json(usage: UsageMetadata) -> dict[str, Any]:

@@ -8,9 +8,10 @@ tokens too; each has a detail block with the part (``input_tokens_details.cached
     cached_tokens   = input_tokens_details.cached_tokens                   - reasoning_tokens
     thoughts_tokens = output_tokens_details.reasoning_tokens
 
-A missing count or detail block is ``None`` and subtracts nothing. The machine reads with
-``usage_from_wire``, the renderer writes with ``usage_to_wire``, its exact inverse: a ``None``
-count leaves its wire field out.
+A missing count or detail block is ``None`` and subtracts nothing; an ``output_tokens`` below
+its reasoning count left the reasoning out, so it is the response itself (08 D52). The machine
+reads with ``usage_from_wire``, the renderer writes with ``usage_to_wire``, its exact inverse
+for counts that are not negative: a ``None`` count leaves its wire field out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from mmsp_core.model import UsageMetadata
 
+from .._convert import response_tokens
 from .._json import opt_integer, opt_obj
 
 __all__ = ["usage_from_wire", "usage_to_wire"]
@@ -47,7 +49,7 @@ def usage_from_wire(usage: Mapping[str, Any]) -> UsageMetadata:
         cached_tokens=cached,
         prompt_tokens=None if inputs is None else inputs - (cached or 0),
         thoughts_tokens=thoughts,
-        response_tokens=None if outputs is None else outputs - (thoughts or 0),
+        response_tokens=response_tokens(outputs, thoughts),
     )
 
 

@@ -643,14 +643,45 @@ NEGATIVE = (
 )
 
 
-def test_openrouter_fix_adds_thinking_back_to_a_negative_response() -> None:
-    events, _ = decode_every_way(SOURCE, NEGATIVE, base_url="https://openrouter.ai/api")
+@pytest.mark.parametrize(
+    "base_url", [None, "https://openrouter.ai/api", "https://api.anthropic.com"]
+)
+def test_output_below_its_thinking_count_is_the_response_itself(base_url: str | None) -> None:
+    """08 D52, on every endpoint: the endpoint left thinking out of ``output_tokens``, so that
+    count is the response; the thinking count stays as reported."""
+    events, _ = decode_every_way(SOURCE, NEGATIVE, base_url=base_url)
     assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, 4)
 
 
-def test_no_openrouter_fix_elsewhere() -> None:
-    events, _ = decode_every_way(SOURCE, NEGATIVE, base_url="https://api.anthropic.com")
-    assert stop_of(events).usage_metadata == UsageMetadata(None, 10, 9, -5)
+@pytest.mark.parametrize(
+    ("start", "delta", "prompt"),
+    [
+        ({"input_tokens": 17}, {"cache_creation_input_tokens": 10}, 27),
+        ({"input_tokens": 17, "cache_creation_input_tokens": 10}, {"input_tokens": 17}, 27),
+        ({"input_tokens": 17, "cache_creation_input_tokens": 10}, {}, 27),
+        ({"input_tokens": 17}, {"input_tokens": 20, "cache_creation_input_tokens": 3}, 23),
+        ({"input_tokens": 17, "cache_creation_input_tokens": 10},
+         {"cache_creation_input_tokens": 0}, 17),
+        ({"cache_creation_input_tokens": 10}, {}, None),
+    ],
+)
+def test_cache_creation_counts_whichever_event_brings_it(
+    start: dict[str, int], delta: dict[str, int], prompt: int | None
+) -> None:
+    """08 D53: the machine remembers the input counts it saw (normally on ``message_start``),
+    so ``prompt_tokens = input_tokens + cache_creation_input_tokens`` whenever either part
+    arrives; the stop merge keeps the latest value."""
+    body = message_start(**start, output_tokens=1) + text_block(0, "x")
+    body += message_delta("end_turn", **delta, output_tokens=2) + MESSAGE_STOP
+    events, _ = decode_every_way(SOURCE, body)
+    assert stop_of(events).usage_metadata == UsageMetadata(None, prompt, None, 2)
+
+
+def test_cache_reads_on_message_delta_count() -> None:
+    body = message_start(input_tokens=17, output_tokens=1) + text_block(0, "x")
+    body += message_delta("end_turn", cache_read_input_tokens=4, output_tokens=2) + MESSAGE_STOP
+    events, _ = decode_every_way(SOURCE, body)
+    assert stop_of(events).usage_metadata == UsageMetadata(4, 17, None, 2)
 
 
 # --------------------------------------------------------------------------------------------

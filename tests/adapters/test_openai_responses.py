@@ -454,6 +454,24 @@ def test_usage_without_detail_blocks(wire_usage: dict[str, Any], expected: dict[
     assert finished(events, error)["usage_metadata"] == expected
 
 
+@pytest.mark.parametrize("reasoning", [5, 9])
+def test_output_below_its_reasoning_count_is_the_response_itself(reasoning: int) -> None:
+    """08 D52: an endpoint that left reasoning out of ``output_tokens`` never gives a negative
+    ``response_tokens``; the reasoning count stays as reported."""
+    wire_usage = {
+        "input_tokens": 7,
+        "output_tokens": 4,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    events, error = decode(PROTOCOL, sse(*message(0, "x"), completed(usage=wire_usage)))
+    assert finished(events, error)["usage_metadata"] == {
+        "cached_tokens": None,
+        "prompt_tokens": 7,
+        "thoughts_tokens": reasoning,
+        "response_tokens": 4,
+    }
+
+
 def test_completed_without_usage_is_incomplete() -> None:
     _, error = decode(PROTOCOL, sse(*message(0, "x"), completed(usage=None)))
     assert isinstance(error, IncompleteStreamError)

@@ -407,7 +407,7 @@ def test_everything_after_the_terminal_event_is_ignored(tail: bytes) -> None:
 def test_finished_is_set_by_the_terminal_event_and_later_bytes_are_accepted_and_ignored() -> None:
     pipeline = ends_at_done(SSEDecoder(max_line_bytes=LINE_LIMIT))
     assert not pipeline.finished
-    pipeline.receive_data(ANSWER[:-len(TERMINAL)])
+    pipeline.receive_data(ANSWER[: -len(TERMINAL)])
     while pipeline.next_event() is not NEED_DATA:
         pass
     assert not pipeline.finished
