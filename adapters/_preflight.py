@@ -96,7 +96,7 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
                 return where, f"{node!r} is not a finite number"
             continue
         if isinstance(node, str):
-            if _SURROGATE.search(node):
+            if not node.isascii() and _SURROGATE.search(node):
                 return where, "holds a surrogate code point, which cannot be sent as UTF-8"
             continue
         children: Iterable[tuple[str, Any]]
@@ -108,7 +108,7 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
             for key in node:
                 if not isinstance(key, str):
                     return where, f"object keys must be strings, got {type(key).__name__}"
-                if _SURROGATE.search(key):
+                if not key.isascii() and _SURROGATE.search(key):
                     return where, "a key holds a surrogate code point, which UTF-8 cannot carry"
             children = [(f".{preview(key)}", child) for key, child in node.items()]
             values = False
@@ -156,7 +156,7 @@ def read_messages(client: str, messages: Any, *, check_values: bool) -> list[Uni
     out: list[UniMessage] = []
     for index, message in enumerate(normalize_legacy_messages(list(messages))):
         if isinstance(message, UniMessage):
-            value = _read(client, index, _message_wire(message)) if check_values else message
+            value = _reread(client, index, message) if check_values else message
         elif isinstance(message, Mapping):
             value = _read(client, index, message)
         else:
@@ -172,20 +172,45 @@ def read_messages(client: str, messages: Any, *, check_values: bool) -> list[Uni
     return out
 
 
-def _message_wire(message: UniMessage) -> dict[str, Any]:
-    """The wire form of a value built directly, whatever its fields hold: what is not one of
-    our values is left as it is, for the reader to judge."""
-    items = message.content_items
+def _reread(client: str, index: int, message: UniMessage) -> UniMessage:
+    """Read a value built directly from its wire form, whatever its fields hold: what is not
+    one of our values is left as it is, for the reader to judge (08 D58).
+
+    Media bytes that already are ``bytes`` skip the base64 round trip (an image of a few MB in
+    every turn's history would otherwise cost a full encode and validating decode per call):
+    the reader sees empty base64 text and the bytes are put back afterwards.
+    """
+    items: Any = message.content_items
     usage = message.usage_metadata
-    return {
+    kept: dict[int, bytes] = {}
+    if isinstance(items, list | tuple):
+        items = [_item_wire(position, item, kept) for position, item in enumerate(items)]
+    read = _read(client, index, {
         "role": message.role,
-        "content_items": [to_wire(i) if type(i) in _ITEM_TYPES else i for i in items]
-        if isinstance(items, list | tuple)
-        else items,
+        "content_items": items,
         "usage_metadata": to_wire(usage) if isinstance(usage, UsageMetadata) else usage,
         "finish_reason": message.finish_reason,
         "created_at": message.created_at,
-    }
+    })
+    if not kept:
+        return read
+    read_items: list[Any] = list(read.content_items)
+    for position, data in kept.items():
+        read_items[position] = attrs.evolve(read_items[position], data=data)
+    restored: Any = tuple(read_items)
+    return attrs.evolve(read, content_items=restored)
+
+
+def _item_wire(position: int, item: Any, kept: dict[int, bytes]) -> Any:
+    """The wire form of one item of a value (``item`` itself when it is none of ours), its
+    media bytes set aside in ``kept``."""
+    if type(item) not in _ITEM_TYPES:
+        return item
+    data = getattr(item, "data", None)
+    if type(data) is not bytes:
+        return to_wire(item)
+    kept[position] = data
+    return to_wire(attrs.evolve(item, data=b""))
 
 
 def _read(client: str, index: int, wire: Any) -> UniMessage:

@@ -166,6 +166,17 @@ def test_a_value_whose_bytes_field_holds_text_is_read_as_the_reader_reads_it() -
     assert read.content_items == (InlineDataDone(b"hi", "image/png"),)
 
 
+def test_media_bytes_of_a_value_are_kept_as_given_yet_the_item_is_checked() -> None:
+    data = b"\x89PNG" * 1000
+    image = InlineDataDone(data, "image/png")
+    [read] = adapters.coerce_messages(CHAT, [UniMessage("user", (image,))])
+    assert read.content_items[0].data is data  # type: ignore[union-attr]
+    with pytest.raises(InvalidMessageError) as caught:
+        adapters.coerce_messages(CHAT, [UniMessage("user", (InlineDataDone(data, 5),))])  # type: ignore[arg-type]
+    assert caught.value.item_type == "inline_data"
+    assert "mime_type" in str(caught.value)
+
+
 def test_values_given_as_lists_come_back_as_tuples() -> None:
     [read] = adapters.coerce_messages(CHAT, [UniMessage("user", [_TextDone("hi")])])  # type: ignore[arg-type]
     assert read == UniMessage("user", (_TextDone("hi"),))
