@@ -80,8 +80,11 @@ def redact(text: str, secret: str) -> str:
     cut a key in two) is removed as well: redacting after shortening then leaves no more than
     redacting before it would. The functions that build errors never see the key; the layer
     that holds it calls this (or ``redact_error``) on everything it lets out.
+
+    A secret of 8 characters or fewer is all prefix by that rule and is left alone: replacing
+    it would mangle ordinary text (a test key ``"k"`` inside ``"tokens"``).
     """
-    if not secret:
+    if len(secret) <= _SECRET_SHOWN:
         return text
     text = text.replace(secret, REDACTED)
     tail = secret[_SECRET_SHOWN:]
@@ -127,7 +130,7 @@ def redact_error(exc: BaseException, secret: str) -> None:
     ``error`` object, ...), ``args`` (``str`` and ``repr`` of other exceptions), and the same
     for every exception in its ``__cause__`` / ``__context__`` chain, which a traceback shows.
     """
-    if not secret:
+    if len(secret) <= _SECRET_SHOWN:
         return
     seen: set[int] = set()
     current: BaseException | None = exc

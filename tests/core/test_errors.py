@@ -300,7 +300,9 @@ def test_redact_after_preview_leaves_no_part_of_a_key_the_preview_cut() -> None:
 
 def test_redact_keeps_text_without_the_key_and_short_keys() -> None:
     assert mmsp_core.errors.redact("nothing here", CANARY_KEY) == "nothing here"
-    assert mmsp_core.errors.redact("key abc123 here", "abc123") == "key [redacted] here"
+    assert mmsp_core.errors.redact("key abc123456 here", "abc123456") == "key [redacted] here"
+    # A key of 8 characters or fewer is all prefix (08 D61): ordinary text stays whole.
+    assert mmsp_core.errors.redact("the tokens", "k") == "the tokens"
     assert mmsp_core.errors.redact("text", "") == "text"
 
 

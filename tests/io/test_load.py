@@ -75,7 +75,9 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
     async with Simulator.running(delay=EVENT_DELAY) as sim, AsyncExitStack() as stack:
         clients = []
         for _ in range(POOLS):
-            http = await stack.enter_async_context(httpx.AsyncClient(limits=limits))
+            # A caller's client keeps its own timeouts (08 D62): httpx's default 5 s would
+            # bound the wait for a pooled connection, so this one sets none of its own.
+            http = await stack.enter_async_context(httpx.AsyncClient(limits=limits, timeout=None))
             clients += [
                 AutoLLMClient(
                     "sim-model",
