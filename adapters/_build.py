@@ -11,12 +11,12 @@ pieces into the protocol's own body shape stays in the protocol's package.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Generic, TypeVar, final
+from typing import Final, Generic, TypeVar, final
 
 import attrs
 
 from mmsp_core.errors import InvalidMessageError
-from mmsp_core.model import Item, UniMessage
+from mmsp_core.model import InlineThinkingDone, Item, ThinkingDone, UniMessage
 
 __all__ = ["Converters", "MessageContext", "WalkedMessage", "item_kind", "walk_messages"]
 
@@ -47,6 +47,11 @@ class WalkedMessage(Generic[_Part]):
 #: when the item is deliberately left out (thinking a protocol cannot replay, 08 D30).
 Converters = Mapping[type, Callable[[MessageContext, Item], _Part | None]]
 
+#: Item classes whose pieces are not content on their own: a message that sends nothing else
+#: is refused, whether its thinking is signed, replayed or left out (08 D67).
+_THINKING: Final = (ThinkingDone, InlineThinkingDone)
+_NOTHING_SENDABLE: Final = "nothing to send: a message needs content besides thinking"
+
 
 def item_kind(item: object) -> str:
     """The kind of an item as spec 03 names it: ``"inline_data"``, not ``"inline_data.done"``."""
@@ -62,15 +67,21 @@ def walk_messages(
 ) -> list[WalkedMessage[_Part]]:
     """Convert every item of every message with ``converters``, in order (05 §5).
 
+    A message must send something besides thinking: thinking, signed or not, replayed or left
+    out, does not count as content on its own (RFC-0003 §3.3, 08 D30, D67), so the rule holds
+    on every protocol whatever its converters make of thinking.
+
     Raises:
-        InvalidMessageError: an item kind without a converter (``item_type`` = its kind,
-            ``protocol_label`` in the detail), or a message left with nothing sendable
-            (``message_index``; RFC-0003 §3.3, 08 D30); and whatever a converter raises.
+        InvalidMessageError: an item kind without a converter (``item_type`` = its bare kind,
+            ``protocol_label`` in the detail), or a message with nothing sendable but thinking,
+            or nothing at all (``message_index``, ``item_type=None``); and whatever a
+            converter raises.
     """
     walked: list[WalkedMessage[_Part]] = []
     for index, message in enumerate(messages):
         context = MessageContext(client, index, message)
         parts: list[_Part] = []
+        content = False
         for item in message.content_items:
             converter = converters.get(type(item))
             if converter is None:
@@ -80,7 +91,8 @@ def walk_messages(
             part = converter(context, item)
             if part is not None:
                 parts.append(part)
-        if not parts:
-            raise InvalidMessageError(client, None, index, detail="nothing sendable is left")
+                content = content or not isinstance(item, _THINKING)
+        if not content:
+            raise InvalidMessageError(client, None, index, detail=_NOTHING_SENDABLE)
         walked.append(WalkedMessage(index, message, parts))
     return walked

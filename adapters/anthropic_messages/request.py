@@ -377,8 +377,8 @@ def build_request(
     Raises:
         UnsupportedParameterError: see ``check_config``; raised before any message error.
         InvalidMessageError: an item kind Anthropic cannot take (``item_type``), a tool result
-            without ``tool_call_id``, a bad image, or a message left with nothing sendable
-            (``message_index``).
+            without ``tool_call_id``, a bad image, or a message with nothing to send but
+            thinking, signed or not (``message_index``, 08 D67).
         UnsupportedOperationError: ``profile`` is not an Anthropic Messages client's.
     """
     anthropic = _profile(client, profile)

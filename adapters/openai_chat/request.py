@@ -14,9 +14,9 @@ content part but the message's ``reasoning_content``/``reasoning`` field (05 §5
 
 The builder is pure and never fetches (08 D37): for clients whose row inlines remote images
 the I/O layer replaces http(s) image URLs with data URIs before calling it. A URL that still
-arrives here is sent as a URL, unmeasured. Data URIs are only decoded where their size matters
-(the GPT-5.6 ``detail`` rule); a malformed one raises ``InvalidMessageError(item_type=
-"image_url")`` there.
+arrives here is sent as a URL, unmeasured. Every data URI is decoded (``parse_data_uri``), so a
+malformed one raises ``InvalidMessageError(item_type="image_url")`` on every model, as on the
+other protocols; its size is only read where the GPT-5.6 ``detail`` rule applies.
 """
 
 from __future__ import annotations
@@ -185,17 +185,16 @@ class _Images:
         Raises:
             UnsupportedContentError: the model reads no images (``item_type`` says where the
                 image was: ``"image_url"`` or ``"tool_result"``).
-            InvalidMessageError: a malformed data URI that had to be measured.
+            InvalidMessageError: a malformed data URI (``item_type="image_url"``).
         """
         if not self.readable:
             raise UnsupportedContentError(
                 self.client, item_type, detail="this model reads no images"
             )
         image: JSON = {"url": url}
-        if self.measured:
-            parsed = parse_data_uri(self.client, url, index)
-            if parsed is not None and needs_high_detail(parsed[1]):
-                image["detail"] = "high"
+        parsed = parse_data_uri(self.client, url, index)
+        if self.measured and parsed is not None and needs_high_detail(parsed[1]):
+            image["detail"] = "high"
         return {"type": "image_url", "image_url": image}
 
     def image_url(self, context: MessageContext, item: Item) -> _Piece:

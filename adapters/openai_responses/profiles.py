@@ -123,10 +123,18 @@ class ResponsesProfile:
     text_only_ids: re.Pattern[str] | None = None
     #: Function calls are read only from their done items, whole (02 §11, 08 D32).
     whole_calls: bool = False
+    #: ``(prefix, protocol)``: lower-cased model ids starting with ``prefix`` are models of
+    #: another wire protocol (openai-official's ``text-embedding-*`` ids are embedding models,
+    #: 04 §2), so no Responses request is built for them.
+    foreign_models: tuple[tuple[str, str], ...] = ()
 
     def generation(self, key: str) -> Generation:
         """Return the first generation row for the lower-cased model id ``key``."""
         return next(row for row in self.generations if row.matches(key))
+
+    def foreign_protocol(self, key: str) -> str | None:
+        """The protocol the lower-cased model id ``key`` belongs to when it is not this one."""
+        return next((name for prefix, name in self.foreign_models if key.startswith(prefix)), None)
 
     def text_only(self, key: str) -> bool:
         """Whether the lower-cased model id ``key`` takes no images (05 §1)."""
@@ -151,6 +159,7 @@ OPENAI: Final = ResponsesProfile(
     tool_name_lists=True,
     phases=True,
     high_detail_token="gpt-5.6",
+    foreign_models=(("text-embedding-", "openai-embedding"),),
 )
 #: openai-responses: any Responses endpoint.
 COMPATIBLE: Final = ResponsesProfile(

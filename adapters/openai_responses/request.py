@@ -21,13 +21,11 @@ from typing import Any, Final, NamedTuple, final
 from mmsp_core.errors import (
     InvalidMessageError,
     UnsupportedContentError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
 )
 from mmsp_core.model import (
-    EmbeddingDone,
     ImageUrlDone,
-    InlineDataDone,
-    InlineThinkingDone,
     Item,
     PromptCaching,
     TextDone,
@@ -120,9 +118,13 @@ def _config_body(
     """Return the body keys that come from ``config`` (05 §4.2), in body order.
 
     Raises:
+        UnsupportedOperationError: the model belongs to another protocol (see
+            ``_check_model``).
         UnsupportedParameterError: a value the client cannot send for this model.
     """
-    generation = profile.generation(model_key(model))
+    key = model_key(model)
+    _check_model(client, profile, model, key)
+    generation = profile.generation(key)
     check_tool_choice_list(client, config)
     if config.prompt_caching not in (None, PromptCaching.ENABLE):
         raise UnsupportedParameterError(client, "prompt_caching", detail="only enable")
@@ -150,10 +152,28 @@ def _config_body(
     return body
 
 
+def _check_model(client: str, profile: ResponsesProfile, model: str, key: str) -> None:
+    """Refuse a model of another protocol (the profile's ``foreign_models``): an embedding id
+    on openai-official is served by openai-embedding, which is not built yet, so nothing is
+    sent rather than a ``/responses`` body the API would refuse (04 §2).
+
+    Raises:
+        UnsupportedOperationError: naming the protocol the model needs.
+    """
+    protocol = profile.foreign_protocol(key)
+    if protocol is not None:
+        raise UnsupportedOperationError(
+            client,
+            "streaming",
+            detail=f"{model!r} is a model of the {protocol} protocol, which is not built yet",
+        )
+
+
 def check_config(client: str, profile: ResponsesProfile, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
+        UnsupportedOperationError: the model belongs to another protocol.
         UnsupportedParameterError: a value the client cannot send for this model (05 §4.2).
     """
     _config_body(client, profile, model, config)
@@ -169,10 +189,12 @@ def build_request(
     """Build the streaming ``POST /responses`` request (spec 04 §4, 05 §4.2, §5).
 
     Raises:
+        UnsupportedOperationError: the model belongs to another protocol (an embedding id on
+            openai-official).
         UnsupportedParameterError: a config value the client cannot send (checked first).
         InvalidMessageError: a message with nothing to send but thinking, an item kind this
-            protocol cannot carry, a tool result without ``tool_call_id`` or a malformed data
-            URI.
+            protocol cannot carry (``item_type`` its bare kind), a tool result without
+            ``tool_call_id`` or a malformed data URI.
         UnsupportedContentError: an image for a text-only model.
     """
     config_body = _config_body(client, profile, model, config)
@@ -182,7 +204,7 @@ def build_request(
     )
     body: dict[str, Any] = {
         "model": model,
-        "input": _input(client, walked),
+        "input": _input(walked),
         "stream": True,
         "store": False,
     }
@@ -229,9 +251,6 @@ class _Converter:
             ThinkingDone: self._reasoning,
             ToolCallDone: self._call,
             ToolResultDone: self._result,
-            InlineDataDone: self._refused,
-            InlineThinkingDone: self._refused,
-            EmbeddingDone: self._refused,
         }
 
     def _text(self, context: MessageContext, item: Item) -> _Piece:
@@ -279,12 +298,6 @@ class _Converter:
             ]
         return {"type": "function_call_output", "call_id": item.tool_call_id, "output": output}
 
-    def _refused(self, context: MessageContext, item: Item) -> _Piece:
-        """Raise ``InvalidMessageError``: a kind the Responses API has no input for."""
-        raise InvalidMessageError(
-            self._client, item.type, context.index, detail="the Responses API has no such input"
-        )
-
     def _reasoning(self, context: MessageContext, item: Item) -> _Piece:
         """Replay a thinking item as a reasoning item, as the profile says (05 §5)."""
         assert isinstance(item, ThinkingDone)
@@ -330,21 +343,14 @@ class _Converter:
         return part
 
 
-def _input(client: str, walked: Sequence[WalkedMessage[_Piece]]) -> list[dict[str, Any]]:
+def _input(walked: Sequence[WalkedMessage[_Piece]]) -> list[dict[str, Any]]:
     """Assemble the ``input`` list: per message, its pieces in order.
 
     Consecutive content parts of a message share one message item, split where a text's
-    phase changes.
-
-    Raises:
-        InvalidMessageError: a message with nothing to send but thinking (08 D67).
+    phase changes. (``walk_messages`` has refused a message of only thinking, 08 D67.)
     """
     items: list[dict[str, Any]] = []
     for message in walked:
-        if all(isinstance(p, dict) and p["type"] == "reasoning" for p in message.parts):
-            raise InvalidMessageError(
-                client, None, message.index, detail="nothing to send but thinking"
-            )
         role = message.message.role
         content: list[dict[str, Any]] = []
         phase: str | None = None

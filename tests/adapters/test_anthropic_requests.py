@@ -137,7 +137,7 @@ def test_a_family_name_alone_decides_nothing() -> None:
 @pytest.mark.parametrize("client", [OFFICIAL, COMPATIBLE])
 @pytest.mark.parametrize("level", list(ThinkingLevel))
 def test_no_level_ever_raises(client: str, level: ThinkingLevel) -> None:
-    for model in ("claude-sonnet-4-6", "claude-opus-5-5", "claude-sonnet-5-5", "gpt-x", ""):
+    for model in ("claude-sonnet-4-6", "claude-opus-5-5", "claude-sonnet-5-5", "gpt-x"):
         adapters.check_config(client, model, {"thinking_level": level})
 
 
@@ -475,19 +475,25 @@ def test_unsigned_thinking_is_sent_without_signature_by_ant_messages() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("client", "items"),
-    [(OFFICIAL, [UNSIGNED]), (OFFICIAL, [UNSIGNED, REDACTED_BARE]), (COMPATIBLE, [REDACTED_BARE])],
-)
-def test_a_message_left_with_nothing_sendable(client: str, items: list[Any]) -> None:
+ONLY_THINKING = {
+    "unsigned": [UNSIGNED],
+    "signed": [SIGNED],
+    "redacted": [REDACTED],
+    "signed and redacted": [SIGNED, REDACTED],
+    "unsigned and bare redacted": [UNSIGNED, REDACTED_BARE],
+    "bare redacted": [REDACTED_BARE],
+}
+
+
+@pytest.mark.parametrize("client", [OFFICIAL, COMPATIBLE])
+@pytest.mark.parametrize("items", ONLY_THINKING.values(), ids=ONLY_THINKING.keys())
+def test_a_message_of_only_thinking_is_refused(client: str, items: list[Any]) -> None:
+    """08 D67 (RFC-0003 §3.3): thinking, signed or not, is not content on its own; ant-messages
+    too, although it replays unsigned thinking next to content."""
     with pytest.raises(InvalidMessageError) as raised:
         adapters.build_request(client, "claude-opus-5", assistant(*items), {})
-    assert raised.value.message_index == 1
-
-
-def test_ant_messages_sends_a_message_of_unsigned_thinking() -> None:
-    sent = body(COMPATIBLE, "claude-opus-5", {}, assistant(UNSIGNED))
-    assert sent["messages"][1]["content"] == [{"type": "thinking", "thinking": "hmm"}]
+    assert (raised.value.message_index, raised.value.item_type) == (1, None)
+    assert "thinking" in str(raised.value)
 
 
 @pytest.mark.parametrize("client", [OFFICIAL, COMPATIBLE])

@@ -617,6 +617,28 @@ def test_malformed_data_uri_measured_for_gpt_5_6() -> None:
 
 
 @pytest.mark.parametrize(
+    "url", ["data:image/png;base64,@@", "data:image/png,plain", "data:;base64,AAAA"]
+)
+@pytest.mark.parametrize(
+    ("client", "model"),
+    [
+        ("openai-chat", "gpt-4o"),
+        ("openai-chat", "gpt-5.6"),
+        ("moonshot-official", "kimi-k3"),
+        (VLLM, "qwen3"),
+        ("zai-official", "glm-5.3-flash"),
+    ],
+)
+def test_a_malformed_data_uri_is_refused_on_every_model(client: str, model: str, url: str) -> None:
+    """A data URI that is not base64 cannot be sent as an image, measured or not: the same
+    ``InvalidMessageError(item_type="image_url")`` as on the other protocols (03 §2)."""
+    for item in (ImageUrlDone(url), ToolResultDone("r", "c", (url,))):
+        with pytest.raises(InvalidMessageError) as raised:
+            messages_of(client, model, [HELLO[0], UniMessage("user", (item,))])
+        assert (raised.value.item_type, raised.value.message_index) == ("image_url", 1)
+
+
+@pytest.mark.parametrize(
     ("item", "item_type"),
     [
         (ImageUrlDone("https://x/a.png"), "image_url"),
@@ -642,6 +664,7 @@ def test_glm_5_3_flash_takes_image_urls_as_given() -> None:
     ("message", "item_type"),
     [
         (UniMessage("assistant", (ThinkingDone("only thinking"),)), None),
+        (UniMessage("assistant", (ThinkingDone("x", {"encrypted_content": "E"}),)), None),
         (UniMessage("user", ()), None),
         (UniMessage("user", (InlineDataDone(b"x", "image/png"),)), "inline_data"),
         (UniMessage("user", (ToolResultDone("r", ""),)), "tool_result"),

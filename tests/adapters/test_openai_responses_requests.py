@@ -16,6 +16,7 @@ import adapters
 from mmsp_core.errors import (
     InvalidMessageError,
     UnsupportedContentError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
 )
 
@@ -473,14 +474,20 @@ def test_tool_call_arguments_keep_non_ascii() -> None:
     ("messages", "item_type", "index"),
     [
         ([HELLO[0], assistant(thinking("only thinking"))], None, 1),
+        ([HELLO[0], assistant(thinking("x", {"encrypted_content": "E", "channel": "summary"}))],
+         None, 1),
         ([user(text("a")), assistant()], None, 1),
         ([user({"type": "inline_data.done", "data": "AAAA", "mime_type": "audio/wav"})],
-         "inline_data.done", 0),
+         "inline_data", 0),
+        ([user({"type": "inline_thinking.done", "data": "AAAA", "mime_type": "image/png"})],
+         "inline_thinking", 0),
+        ([user(text("a"), {"type": "embedding.done", "embedding": [0.5]})], "embedding", 0),
         ([user({"type": "tool_result.done", "text": "r", "tool_call_id": ""})], "tool_result", 0),
         ([user({"type": "image_url.done", "image_url": "data:image/png;base64,@@@"})],
          "image_url", 0),
     ],
-    ids=["only-thinking", "empty", "unknown-kind", "result-without-id", "bad-data-uri"],
+    ids=["only-thinking", "only-signed-thinking", "empty", "inline-data", "inline-thinking",
+         "embedding", "result-without-id", "bad-data-uri"],
 )
 def test_invalid_messages(messages: list[dict[str, Any]], item_type: str | None,
                           index: int) -> None:
@@ -540,3 +547,22 @@ def test_vision_deepseek_takes_images(model: str) -> None:
     image = {"type": "image_url.done", "image_url": "https://x/a.png"}
     assert inputs(DEEPSEEK, [user(image)], model)[0]["content"] == [
         {"type": "input_image", "image_url": "https://x/a.png"}]
+
+
+@pytest.mark.parametrize("model", ["text-embedding-3-small", "Text-Embedding-3-Large"])
+def test_an_embedding_model_on_openai_official_names_the_protocol_it_needs(model: str) -> None:
+    """An embedding id is no Responses model: until openai-embedding is built, the request is
+    refused before anything is built (04 §2), on build_request and check_config alike."""
+    for call in (
+        lambda: adapters.build_request(OFFICIAL, model, HELLO, {}),
+        lambda: adapters.check_config(OFFICIAL, model, {}),
+    ):
+        with pytest.raises(UnsupportedOperationError) as caught:
+            call()
+        assert caught.value.client == OFFICIAL
+        assert "openai-embedding" in str(caught.value)
+
+
+def test_an_embedding_looking_id_elsewhere_is_a_responses_model() -> None:
+    assert body(OFFICIAL, "qwen3.7-text-embedding")["model"] == "qwen3.7-text-embedding"
+    assert body(RESPONSES, "text-embedding-3-small")["model"] == "text-embedding-3-small"
