@@ -25,8 +25,11 @@ kernel skips both with an empty delta event, or raises ``UnknownEventError`` in 
 block index opened twice, a known delta type inside the wrong kind of block.
 
 Content blocks are tracked by ``index`` from ``content_block_start`` to
-``content_block_stop``; every item fragment carries ``fidelity.item_id = str(index)``, so the
-finalizer closes an item when the next block's fragments arrive (02 §4). Blocks never close
+``content_block_stop``, at most ``max_open_blocks`` (``MAX_OPEN_BLOCKS``) at once: one more
+raises ``StreamLimitError``, so a server that opens blocks without closing them cannot make the
+machine hold without bound (08 D18). Every item fragment carries
+``fidelity.item_id = str(index)``, so the finalizer closes an item when the next block's
+fragments arrive (02 §4). Blocks never close
 items themselves. Text, thinking, redacted thinking and client ``tool_use`` blocks produce
 items. Every other block type (``SKIPPED_BLOCK_TYPES``: server tools, their results, MCP,
 compaction, ...) is skipped with all its deltas, by index, in both modes (08 D34, D51); a
@@ -58,7 +61,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 from adapters._json import integer, loads_object, obj, opt_obj, opt_string, string
 from adapters._table import EMPTY, TableMachine, Transitions, skip, skip_rows
-from mmsp_core.errors import ProviderStreamError
+from mmsp_core.errors import ProviderStreamError, StreamLimitError
 from mmsp_core.model import (
     FinishReason,
     TextDelta,
@@ -73,6 +76,7 @@ from .usage import InputCounts, from_message_delta, from_message_start
 
 __all__ = [
     "FINISH_REASONS",
+    "MAX_OPEN_BLOCKS",
     "REDACTED_THINKING",
     "SKIPPED_BLOCK_TYPES",
     "SKIPPED_EVENTS",
@@ -106,6 +110,10 @@ SKIPPED_BLOCK_TYPES: Final = frozenset(
 #: Wire events that carry nothing universal, skipped in every state: keep-alive pings, and
 #: the helper names the Anthropic SDK adds to its own event stream (06 §1).
 SKIPPED_EVENTS: Final = ("ping", "text", "thinking", "signature", "input_json")
+
+#: Content blocks open at once past which the stream is refused: a message has a handful, so
+#: this only bounds what a hostile server can make the machine hold (08 D18).
+MAX_OPEN_BLOCKS: Final = 1024
 
 #: ``stop_reason`` -> finish reason; any other non-null value is ``unknown`` (06 §1).
 FINISH_REASONS: Final[Mapping[str, FinishReason]] = {
@@ -184,6 +192,8 @@ def _on_block_start(m: AnthropicMessagesMachine, text: str) -> UniEvent | None:
     block_type = string(block, "type")
     if index in m.blocks:
         return None
+    if len(m.blocks) >= m.max_open_blocks:
+        raise StreamLimitError("open content blocks", m.max_open_blocks, len(m.blocks) + 1)
     kind = _BLOCK_KINDS.get(block_type, _Block.SKIPPED)
     item_id = {"item_id": str(index)}
     if kind is _Block.TOOL_USE:
@@ -305,16 +315,27 @@ class AnthropicMessagesMachine(TableMachine):
             (08 D32), so the machine reads nothing of it.
         strict: unknown and out-of-place events raise ``UnknownEventError`` (08 D8).
         base_url: reserved, not read: usage reads the same on every endpoint (08 D52).
+        max_open_blocks: content blocks open at once; one more ``content_block_start`` raises
+            ``StreamLimitError`` (08 D18). Lowered by tests.
     """
 
-    __slots__ = ("blocks", "inputs", "usage")
+    __slots__ = ("blocks", "inputs", "max_open_blocks", "usage")
 
     TRANSITIONS = _TRANSITIONS
     TERMINAL = frozenset({_State.DONE})
     INITIAL = _State.START
 
-    def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
+    def __init__(
+        self,
+        client: str,
+        profile: Any,
+        *,
+        strict: bool,
+        base_url: str | None,
+        max_open_blocks: int = MAX_OPEN_BLOCKS,
+    ) -> None:
         super().__init__(client, profile, strict=strict)
+        self.max_open_blocks = max_open_blocks
         #: Open content blocks: index -> kind.
         self.blocks: dict[int, _Block] = {}
         #: Usage merged so far, for ``ProviderStreamError`` (08 D4, D7).

@@ -8,6 +8,7 @@ and in random chunkings (``outcome_every_way``), which must all agree.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,16 @@ from hypothesis import strategies as st
 
 import adapters
 from adapters.anthropic_messages import AnthropicMessagesMachine
-from adapters.anthropic_messages.machine import SKIPPED_BLOCK_TYPES
+from adapters.anthropic_messages.machine import MAX_OPEN_BLOCKS, SKIPPED_BLOCK_TYPES
 from adapters.anthropic_messages.render import normalize
 from mmsp_core import (
+    NEED_DATA,
     EmptyResponseError,
     IncompleteStreamError,
     MalformedEventError,
     ProviderStreamError,
+    StreamLimitError,
+    StreamPipeline,
     ToolCallArgumentParseError,
     UnknownEventError,
     to_wire,
@@ -41,7 +45,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 from mmsp_core.sse import SSEEvent
-from mmsp_core.testing import assert_stream_grammar, outcome, run
+from mmsp_core.testing import assert_stream_grammar, chunkings, outcome, run
 from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, json_objects, usage
 
 SOURCE = "ant-messages"
@@ -784,3 +788,88 @@ def test_render_uses_the_real_event_names() -> None:
 def test_render_rejects_a_fragment_size_below_one() -> None:
     with pytest.raises(ValueError, match="fragment_size"):
         adapters.render(SOURCE, [TextDone("x")], UsageMetadata(), "stop", fragment_size=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Open blocks are bounded (08 D18)
+# --------------------------------------------------------------------------------------------
+
+TEXT_BLOCK = {"type": "text", "text": ""}
+SKIPPED_BLOCK = {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}
+
+
+def capped(body: bytes, cap: int, chunks: list[bytes] | None = None) -> tuple[list[UniEvent], Any]:
+    """Decode ``body`` (or ``chunks`` of it) with at most ``cap`` open blocks."""
+    ticks = iter(range(1 << 30))
+    machine = AnthropicMessagesMachine(
+        SOURCE, PROFILE, strict=False, base_url=None, max_open_blocks=cap
+    )
+    pipeline = StreamPipeline(machine, client=SOURCE, clock=lambda: next(ticks))
+    return run(pipeline, [body] if chunks is None else chunks)
+
+
+def test_the_default_cap_is_1024_open_blocks() -> None:
+    machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=False, base_url=None)
+    assert machine.max_open_blocks == MAX_OPEN_BLOCKS == 1024
+
+
+@pytest.mark.parametrize("block", [TEXT_BLOCK, SKIPPED_BLOCK], ids=["text", "skipped"])
+def test_one_block_past_the_cap_is_a_stream_limit_error_at_its_position(
+    block: dict[str, Any],
+) -> None:
+    opened = message_start() + text_block(0, "a")[: -len(block_stop(0))]
+    opened += block_start(1, block) + text_block(2, "c")[: -len(block_stop(2))]
+    body = opened + block_start(3, block) + MESSAGE_STOP
+    events, error = capped(body, cap=3)
+    assert isinstance(error, StreamLimitError)
+    assert (error.what, error.limit, error.size) == ("open content blocks", 3, 4)
+    assert [to_wire(e.content_items[0]) for e in events] == [
+        {"type": "text.delta", "text": "a"},
+        {"type": "text.done", "text": "a"},
+        {"type": "text.delta", "text": "c"},
+    ]
+    for chunks in chunkings(body):
+        assert outcome(*capped(body, 3, chunks)) == outcome(events, error)
+
+
+def test_closed_blocks_free_their_place() -> None:
+    blocks = b"".join(text_block(i, f"t{i}") for i in range(10))
+    events, error = capped(finished(blocks), cap=1)
+    assert error is None
+    assert [item["text"] for item in done(events)] == [f"t{i}" for i in range(10)]
+
+
+#: What one open block may cost the machine: a dict slot and its int key (about 75 bytes).
+BLOCK_BYTES = 100
+
+
+@pytest.mark.parametrize("cap", [256, 2048])
+def test_a_stream_that_opens_blocks_without_closing_them_is_held_in_about_the_cap(
+    cap: int,
+) -> None:
+    """A hostile server opening blocks and never closing them: what the pipeline holds until
+    the cap fires stays within a small factor of what ``cap`` open blocks cost, however long
+    the stream would go on (before the cap, it grew without bound: 81 MB for a million)."""
+    ticks = iter(range(1 << 30))
+    machine = AnthropicMessagesMachine(
+        SOURCE, PROFILE, strict=False, base_url=None, max_open_blocks=cap
+    )
+    pipeline = StreamPipeline(machine, client=SOURCE, clock=lambda: next(ticks))
+    pipeline.receive_data(message_start())
+    chunk_of = 64
+
+    def chunk(first: int) -> bytes:
+        return b"".join(block_start(first + i, TEXT_BLOCK) for i in range(chunk_of))
+
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        with pytest.raises(StreamLimitError):
+            for first in range(0, 10 * cap, chunk_of):
+                pipeline.receive_data(chunk(first))
+                while pipeline.next_event() is not NEED_DATA:
+                    pass
+        peak = tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * cap * BLOCK_BYTES + 64 * 1024  # plus one chunk in flight
