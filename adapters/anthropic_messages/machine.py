@@ -29,14 +29,14 @@ Content blocks are tracked by ``index`` from ``content_block_start`` to
 raises ``StreamLimitError``, so a server that opens blocks without closing them cannot make the
 machine hold without bound (08 D18). Every item fragment carries
 ``fidelity.item_id = str(index)``, so the finalizer closes an item when the next block's
-fragments arrive (02 §4). Blocks never close
-items themselves. Text, thinking, redacted thinking and client ``tool_use`` blocks produce
-items. Every other block type (``SKIPPED_BLOCK_TYPES``: server tools, their results, MCP,
-compaction, ...) is skipped with all its deltas, by index, in both modes (08 D34, D51); a
-block type named nowhere in this module is skipped the same way, and its
-``content_block_start`` is unknown (``UnknownEventError`` in strict mode). Deltas are
-dispatched by ``_DELTAS``, keyed by ``(block kind, delta type)``; delta types we do not know
-(``citations_delta``, ``compaction_delta``, anything new) are skipped in both modes (06 §1).
+fragments arrive (02 §4). Blocks never close items themselves. Text, thinking, redacted
+thinking and client ``tool_use`` blocks produce items. Every other block type
+(``SKIPPED_BLOCK_TYPES``: server tools, their results, MCP, compaction, ...) is skipped with
+all its deltas, by index, in both modes (08 D34, D51); a block type named nowhere in this
+module is skipped the same way, and its ``content_block_start`` is unknown
+(``UnknownEventError`` in strict mode). Deltas are dispatched by ``_DELTAS``, keyed by
+``(block kind, delta type)``; delta types we do not know (``citations_delta``,
+``compaction_delta``, anything new) are skipped in both modes (06 §1).
 
 ``message_start`` and ``message_delta`` produce ``stop`` events with the usage read by the
 package's one usage mapping (``usage``: 06 §1, 08 D52), through the machine's
