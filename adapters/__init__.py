@@ -147,8 +147,8 @@ def new_pipeline(
 
     ``model`` selects the protocol of a client type that speaks several (08 D64).
 
-    ``clock=None`` stamps ``created_at=0`` (09); ``base_url`` only feeds the OpenRouter usage
-    fix (spec 06 §7); ``strict`` makes unknown events raise ``UnknownEventError`` (08 D8).
+    ``clock=None`` stamps ``created_at=0`` (09); ``base_url`` is reserved (08 D52: no
+    machine needs it any more); ``strict`` makes unknown events raise ``UnknownEventError`` (08 D8).
 
     Raises:
         RoutingError, UnsupportedOperationError: as ``_resolve``.

@@ -163,8 +163,8 @@ class NewMachine(Protocol):
     """Build a fresh machine for one response.
 
     ``client`` names the source in errors; ``profile`` is the client row's profile (per-client
-    options such as MiniMax's whole calls, 08 D32). ``base_url`` only feeds the OpenRouter usage
-    fix (spec 06 §7).
+    options such as MiniMax's whole calls, 08 D32). ``base_url`` is reserved: since 08 D52 no
+    machine needs it.
     """
 
     def __call__(

@@ -27,7 +27,7 @@ thinking survives.
 
 Fixtures: ``fixtures`` is a directory or an iterable of body paths. In a directory the bodies
 are the files named ``<case>.sse`` or ``<case>.json`` (``<case>`` without a dot); a file with
-more suffixes (``<case>.expected.json``, ``<case>.via-openrouter.json``) is not a body. Every
+more suffixes (``<case>.expected.json``) is not a body. Every
 body needs ``<case>.expected.json`` beside it::
 
     {"items": [<done items in MMSP JSON>],

@@ -180,7 +180,8 @@ class UnsupportedParameterError(MMSPError):
     parameter: str
 
     def _summary(self) -> str:
-        return f"{self.client} does not support the parameter {self.parameter!r} for this request"
+        # What was wrong with the value, and what is accepted, is the detail's to say.
+        return f"{self.client} cannot take the parameter {self.parameter!r} as given"
 
 
 @attrs.define(auto_exc=True, slots=False)
@@ -216,7 +217,8 @@ class InvalidMessageError(MMSPError):
     def _summary(self) -> str:
         where = f"message {self.message_index}" if self.message_index is not None else "a message"
         what = f" (item type {self.item_type!r})" if self.item_type else ""
-        return f"{where} has nothing {self.client} can send{what}"
+        # What is wrong, and what is accepted, is the detail's to say.
+        return f"{self.client} cannot send {where}{what}"
 
 
 @attrs.define(auto_exc=True, slots=False)
@@ -249,8 +251,12 @@ class RoutingError(MMSPError):
     client_type: str | None
 
     def _summary(self) -> str:
+        if self.client_type is not None and not self.model:  # no model involved: a bad name
+            return f"{self.client_type!r} names no client type"
         if self.client_type is not None:
             return f"cannot route model {self.model!r} with client type {self.client_type!r}"
+        if not self.model:
+            return f"cannot route model {self.model!r}"
         return (
             f"No client for model {self.model!r}: its family is not known. "
             "Pass client_type to choose one."

@@ -124,13 +124,7 @@ def _tool_done(client: str, first: ToolCallDelta, chunks: Sequence[str], fid: Fi
     raw = "".join(chunks)
     arguments = _parse_arguments(client, first, raw)
     if "\\u" in raw:  # an escaped lone surrogate parses into one (08 D55)
-        try:
-            arguments = replace_lone_surrogates(arguments)
-        except RecursionError:
-            raise ToolCallArgumentParseError(
-                client, first.name, first.tool_call_id, len(raw), preview(raw),
-                detail="the arguments are nested too deeply",
-            ) from None
+        arguments = replace_lone_surrogates(arguments)
     return ToolCallDone(first.name, first.tool_call_id, arguments, fid)
 
 
@@ -150,14 +144,51 @@ def repair_surrogates(text: str) -> str:
 
 
 def replace_lone_surrogates(value: Any) -> Any:
-    """``value`` (parsed JSON, fidelity) with every string repaired by ``repair_surrogates``."""
+    """``value`` (parsed JSON, fidelity) with every string repaired by ``repair_surrogates``.
+
+    Walks without recursion, so a value nested as deeply as a JSON parser allows is no
+    ``RecursionError``; a value holding no surrogate comes back as it is.
+    """
     if isinstance(value, str):
         return repair_surrogates(value)
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [replace_lone_surrogates(v) for v in value]
-    return value
+    if not isinstance(value, dict | list) or not _holds_surrogate(value):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    pending = [(value, root)]
+    while pending:
+        source, target = pending.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            copy: Any
+            if isinstance(item, dict | list):
+                copy = {} if isinstance(item, dict) else []
+                pending.append((item, copy))
+            else:
+                copy = repair_surrogates(item) if isinstance(item, str) else item
+            if isinstance(target, dict):
+                target[repair_surrogates(key) if isinstance(key, str) else key] = copy
+            else:
+                target.append(copy)
+    return root
+
+
+def _holds_surrogate(value: dict[Any, Any] | list[Any]) -> bool:
+    """Whether any string key or value inside ``value`` holds a surrogate (no recursion)."""
+    pending: list[Any] = [value]
+    while pending:
+        container = pending.pop()
+        items = (
+            (k for pair in container.items() for k in pair)
+            if isinstance(container, dict)
+            else iter(container)
+        )
+        for item in items:
+            if isinstance(item, str):
+                if SURROGATE.search(item) is not None:
+                    return True
+            elif isinstance(item, dict | list):
+                pending.append(item)
+    return False
 
 
 def _never(d: Any) -> bool:

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final, Protocol
 
+from .errors import MalformedEventError
 from .items import StreamItems
 from .model import UniEvent
 from .sse import SSEDecoder, SSEEvent
@@ -129,6 +130,7 @@ class StreamPipeline:
         decoder: Decoder | None = None,
         finalizer: Callable[..., Finalizer] | None = None,
     ) -> None:
+        self._client = client
         self._machine = machine
         self._decoder: Decoder = decoder if decoder is not None else SSEDecoder()
         self._items: Finalizer = (finalizer or StreamItems)(client=client, clock=clock)
@@ -247,6 +249,12 @@ class StreamPipeline:
                 out.extend(
                     push(UniEvent(event.event_type, (), event.usage_metadata, event.finish_reason))
                 )
+        except RecursionError:
+            # Only a provider's value nested as deeply as the JSON parser allows gets here (a
+            # fidelity payload compared or copied): the event is malformed (08 D59).
+            self._failure = MalformedEventError(
+                self._client, "(a client event)", detail="a value is nested too deeply"
+            )
         except Exception as exc:
             self._failure = exc
 

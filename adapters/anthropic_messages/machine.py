@@ -59,7 +59,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn, TypeAlias
 
-from adapters._json import integer, loads_object, obj, opt_obj, opt_string, string
+from adapters._json import BadField, integer, loads_object, obj, opt_obj, opt_string, string
 from adapters._table import EMPTY, TableMachine, Transitions, skip, skip_rows
 from mmsp_core.errors import ProviderStreamError, StreamLimitError
 from mmsp_core.model import (
@@ -199,6 +199,8 @@ def _on_block_start(m: AnthropicMessagesMachine, text: str) -> UniEvent | None:
     if kind is _Block.TOOL_USE:
         name = string(block, "name")
         call_id = string(block, "id")
+        if not (name and call_id):  # the first fragment of a call carries both (08 D59)
+            raise BadField("a tool_use block needs a non-empty 'name' and 'id'")
         m.blocks[index] = kind
         return UniEvent("delta", (ToolCallDelta(name, call_id, "", item_id),))
     if kind is _Block.REDACTED_THINKING:
