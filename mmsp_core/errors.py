@@ -255,8 +255,6 @@ class RoutingError(MMSPError):
             return f"{self.client_type!r} names no client type"
         if self.client_type is not None:
             return f"cannot route model {self.model!r} with client type {self.client_type!r}"
-        if not self.model:
-            return f"cannot route model {self.model!r}"
         return (
             f"No client for model {self.model!r}: its family is not known. "
             "Pass client_type to choose one."
