@@ -43,6 +43,7 @@ import os
 import random
 import re
 import time
+import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import Any, Final
@@ -582,12 +583,17 @@ class AutoLLMClient:
         trace_id = values.trace_id if self._traits.base_preflight else None
         if trace_id:
             tracer.trace_files(self._trace_root, trace_id, client)
-        adapters.check_config(client, self._model, values)
+        adapters.check_config(client, self._model, values, strict=self._strict)
         call_timeouts = timeouts if timeouts is not None else self._timeouts
         sendable = messages
         if needs_image_bytes(client, self._model):
             sendable = await self._inline_images(messages, signal, call_timeouts, started)
-        request = adapters.build_request(client, self._model, sendable, values)
+        with warnings.catch_warnings():
+            # check_config has already warned of each ignored config key (08 D57).
+            warnings.simplefilter("ignore", UserWarning)
+            request = adapters.build_request(
+                client, self._model, sendable, values, strict=self._strict
+            )
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
         return _Call(request, join_url(self._base_url, request.path), values, trace_id,
                      call_timeouts)
