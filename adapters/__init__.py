@@ -108,6 +108,8 @@ def resolve(
         raise RoutingError("", source if isinstance(source, str) else None,
                            detail=_unknown_source(source))
     spec = CLIENTS[client]
+    if model is not None:
+        _preflight.check_model_id(model, source, routing=False)
     protocol, profile = spec.speaks(model)
     record = PROTOCOLS.get(protocol)
     if record is None:
@@ -228,6 +230,9 @@ def coerce_messages(
 def _checks_values(client: str) -> bool:
     """Whether ``client`` checks the values a caller built (all but the mmsp client, whose
     server checks them: the protocol's ``base_preflight`` trait, 08 D58)."""
+    if not isinstance(client, str):
+        raise RoutingError("", None, detail=f"the client type must be a string, got "
+                                            f"{type(client).__name__}")
     canonical = canonical_client_type(client)
     if canonical is None:
         record = PROTOCOLS.get(client)
@@ -381,8 +386,14 @@ def render(
 
     Raises:
         RoutingError, UnsupportedOperationError: an unknown or unbuilt protocol.
+        WireFormatError: ``finish_reason`` is not a finish reason.
     """
     _, _, wire = _resolve(protocol)
-    return wire.render(
-        items, usage, FinishReason(finish_reason), model=model, fragment_size=fragment_size
-    )
+    try:
+        finish = FinishReason(finish_reason)
+    except ValueError:
+        accepted = ", ".join(FinishReason)
+        raise WireFormatError(
+            "finish_reason", f"unknown value {finish_reason!r}; accepted: {accepted}"
+        ) from None
+    return wire.render(items, usage, finish, model=model, fragment_size=fragment_size)

@@ -19,7 +19,6 @@ from typing import Any, Final, TypeVar
 
 __all__ = [
     "BadField",
-    "array",
     "integer",
     "loads",
     "loads_object",
@@ -72,7 +71,7 @@ def loads_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _typed(container: Mapping[str, Any], key: str, kind: type[_T], value: Any) -> _T:
+def _typed(key: str, kind: type[_T], value: Any) -> _T:
     if type(value) is kind:
         return value
     raise BadField(f"{key!r} must be {_JSON_NAMES[kind]}")
@@ -80,43 +79,38 @@ def _typed(container: Mapping[str, Any], key: str, kind: type[_T], value: Any) -
 
 def obj(container: Mapping[str, Any], key: str) -> dict[str, Any]:
     """``container[key]``, which must be a JSON object. Raises ``BadField``."""
-    return _typed(container, key, dict, container.get(key))
+    return _typed(key, dict, container.get(key))
 
 
 def opt_obj(container: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     """``container[key]`` as an object, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
-    return None if value is None else _typed(container, key, dict, value)
-
-
-def array(container: Mapping[str, Any], key: str) -> list[Any]:
-    """``container[key]``, which must be a JSON array. Raises ``BadField``."""
-    return _typed(container, key, list, container.get(key))
+    return None if value is None else _typed(key, dict, value)
 
 
 def opt_array(container: Mapping[str, Any], key: str) -> list[Any] | None:
     """``container[key]`` as an array, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
-    return None if value is None else _typed(container, key, list, value)
+    return None if value is None else _typed(key, list, value)
 
 
 def string(container: Mapping[str, Any], key: str) -> str:
     """``container[key]``, which must be a JSON string. Raises ``BadField``."""
-    return _typed(container, key, str, container.get(key))
+    return _typed(key, str, container.get(key))
 
 
 def opt_string(container: Mapping[str, Any], key: str) -> str | None:
     """``container[key]`` as a string, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
-    return None if value is None else _typed(container, key, str, value)
+    return None if value is None else _typed(key, str, value)
 
 
 def integer(container: Mapping[str, Any], key: str) -> int:
     """``container[key]``, which must be a JSON integer (not a bool). Raises ``BadField``."""
-    return _typed(container, key, int, container.get(key))
+    return _typed(key, int, container.get(key))
 
 
 def opt_integer(container: Mapping[str, Any], key: str) -> int | None:
     """``container[key]`` as an integer, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
-    return None if value is None else _typed(container, key, int, value)
+    return None if value is None else _typed(key, int, value)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -35,6 +34,7 @@ from mmsp_core.errors import (
     WireFormatError,
     preview,
 )
+from mmsp_core.kinds import SURROGATE
 from mmsp_core.messages import normalize_legacy_messages
 from mmsp_core.model import ITEM_CLASSES, UniConfig, UniMessage, UsageMetadata
 from mmsp_core.request import encode_json_body
@@ -59,7 +59,6 @@ MAX_DEPTH: Final = 256
 #: The UniConfig keys a caller may set (``extra`` holds the others).
 CONFIG_FIELDS: Final = tuple(f.name for f in attrs.fields(UniConfig) if f.name != "extra")
 
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ITEM_TYPES: Final = frozenset(ITEM_CLASSES.values())
 _JSON_TYPES: Final = "objects with string keys, lists, strings, finite numbers, booleans, null"
 
@@ -96,7 +95,7 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
                 return where, f"{node!r} is not a finite number"
             continue
         if isinstance(node, str):
-            if not node.isascii() and _SURROGATE.search(node):
+            if not node.isascii() and SURROGATE.search(node):
                 return where, "holds a surrogate code point, which cannot be sent as UTF-8"
             continue
         children: Iterable[tuple[str, Any]]
@@ -108,7 +107,7 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
             for key in node:
                 if not isinstance(key, str):
                     return where, f"object keys must be strings, got {type(key).__name__}"
-                if not key.isascii() and _SURROGATE.search(key):
+                if not key.isascii() and SURROGATE.search(key):
                     return where, "a key holds a surrogate code point, which UTF-8 cannot carry"
             children = [(f".{preview(key)}", child) for key, child in node.items()]
             values = False

@@ -81,7 +81,7 @@ def _split_fidelity(item: Any) -> tuple[Mapping[str, Any] | None, str | None]:
     if not fidelity:
         return None, None
     if "item_id" not in fidelity:
-        return replace_lone_surrogates(dict(fidelity)), None
+        return replace_lone_surrogates(fidelity), None
     item_id = fidelity["item_id"]
     identity = str(item_id) if item_id not in (None, "") else None
     if len(fidelity) == 1:  # the common case on the hot path: only the identity
@@ -261,7 +261,7 @@ class StreamItems:
         growing = kind.growing(fragment)
         held = ""
         if kind.with_growing is not None and (
-            target.held or SURROGATE.search(growing) is not None
+            target.held or (not growing.isascii() and SURROGATE.search(growing) is not None)
         ):
             repaired, held = _repair(target.held + growing)
             if repaired != growing:

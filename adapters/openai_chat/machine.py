@@ -211,10 +211,10 @@ def _tool_call(machine: ChatMachine, fragment: Any, text: str) -> ToolCallDelta 
     index = opt_integer(fragment, "index")
     wire_id = opt_string(fragment, "id") or None
     if index is None and wire_id is None:
-        begins = bool(name) or not machine._call_open
+        begins = bool(name) or not machine._calls
     else:
         begins = (
-            not machine._call_open
+            not machine._calls
             or (None not in (index, machine._call_index) and index != machine._call_index)
             or (wire_id is not None and wire_id != machine._call_wire_id)
         )
@@ -224,7 +224,6 @@ def _tool_call(machine: ChatMachine, fragment: Any, text: str) -> ToolCallDelta 
         if machine.strict:
             raise UnknownEventError(machine.client, text, detail="a tool call without a name")
         return None
-    machine._call_open = True
     machine._call_index = index
     machine._call_wire_id = wire_id
     call_id = wire_id or f"call_{machine._calls}"
@@ -251,7 +250,6 @@ class ChatMachine(TableMachine):
 
     __slots__ = (
         "_call_index",
-        "_call_open",
         "_call_wire_id",
         "_calls",
         "_encrypted_blocks",
@@ -272,8 +270,8 @@ class ChatMachine(TableMachine):
     def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
         super().__init__(client, profile, strict=strict)
         self._usage: UsageMetadata | None = None
-        # The open tool call: its wire index and wire id; ``_calls`` counts calls so far.
-        self._call_open = False
+        # The open tool call (the last begun, when ``_calls`` is not 0): its wire index and
+        # wire id; ``_calls`` counts calls so far.
         self._call_index: int | None = None
         self._call_wire_id: str | None = None
         self._calls = 0

@@ -28,6 +28,7 @@ from mmsp_core.model import (
     ToolSchema,
     UniConfig,
     UniMessage,
+    UsageMetadata,
 )
 from mmsp_core.model import (
     TextDone as _TextDone,
@@ -469,3 +470,17 @@ def test_an_unknown_source_lists_what_is_accepted() -> None:
 def test_decode_refuses_a_bare_bytes_body_saying_how_to_pass_it() -> None:
     with pytest.raises(TypeError, match=r"decode\(source, \[body\]\)"):
         list(adapters.decode(CHAT, b"data: [DONE]\n\n"))
+
+
+def test_the_other_pure_entry_points_refuse_bad_arguments_with_typed_errors() -> None:
+    """08 D59: a model id that is no string, a finish reason that is none, a client type that
+    is no string give MMSP errors, never ``AttributeError`` or a bare ``ValueError``."""
+    with pytest.raises(RoutingError):
+        adapters.new_pipeline("google-official", clock=None, model=5)  # type: ignore[arg-type]
+    with pytest.raises(WireFormatError) as caught:
+        adapters.render("openai-chat", [], UsageMetadata(), "bogus")
+    assert caught.value.path == "finish_reason" and "tool_call" in caught.value.reason
+    with pytest.raises(RoutingError):
+        adapters.coerce_messages(5, [])  # type: ignore[arg-type]
+    with pytest.raises(RoutingError):
+        adapters.coerce_config(None, {})  # type: ignore[arg-type]
