@@ -357,7 +357,9 @@ def _keys(args: argparse.Namespace) -> list[str]:
     keys = [args.api_key] if getattr(args, "api_key", None) else []
     if args.command == "chat":
         try:
-            spec = client_spec(adapters.route(args.model, args.client_type))
+            # The client type as the client resolves it (spec 04 §2 step 1).
+            spec = client_spec(adapters.route(args.model, args.client_type
+                                              or os.environ.get("CLIENT_TYPE")))
         except MMSPError:
             return keys
         keys += [os.environ[spec.api_key_env]] if os.environ.get(spec.api_key_env) else []

@@ -14,21 +14,18 @@ must work as written (run here with a small count so the suite stays fast).
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import anyio
 import pytest
 
-from mmsp_core import UniMessage
-from mmsp_io import AutoLLMClient
 from mmsp_io.simulator import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,38 +85,6 @@ def _blocks(document: Path) -> Iterator[Block]:
 BLOCKS = [block for document in DOCUMENTS for block in _blocks(document)]
 
 
-def _config_defaults_to_none() -> bool:
-    parameter = inspect.signature(AutoLLMClient.streaming_response).parameters["config"]
-    return parameter.default is None
-
-
-#: API the issue adds while the documentation is written against it: (a pattern in a block,
-#: whether the tree has it yet, what is missing). A block using missing API is skipped.
-PENDING_API: tuple[tuple[re.Pattern[str], Callable[[], bool], str], ...] = (
-    *(
-        (re.compile(rf"UniMessage\.{name}\("), lambda name=name: hasattr(UniMessage, name),
-         f"UniMessage.{name}")
-        for name in ("user", "assistant", "tool_result")
-    ),
-    (
-        re.compile(r"streaming_response\(\s*\[[^\]]*\]\s*\)"),
-        _config_defaults_to_none,
-        "streaming_response's config=None default",
-    ),
-)
-
-
-def _missing_api(block: Block) -> list[str]:
-    return [name for pattern, present, name in PENDING_API
-            if pattern.search(block.code) and not present()]
-
-
-def _skip_if_pending(block: Block) -> None:
-    missing = _missing_api(block)
-    if missing:
-        pytest.skip(f"{block.name} uses {', '.join(missing)}, which this tree does not have yet")
-
-
 # --------------------------------------------------------------------------------------------
 # the document itself
 # --------------------------------------------------------------------------------------------
@@ -172,10 +137,6 @@ def test_readme_benchmark_command_works_as_written() -> None:
         assert "events/s" in done.stdout
 
 
-#: Command-line options the issue adds while the guide is written against them.
-PENDING_CLI_OPTIONS = frozenset({"--api-key"})
-
-
 def _cli_commands() -> Iterator[list[str]]:
     """Every ``mmsp-sansio`` command line of the guide's ``sh`` blocks, continuations joined."""
     text = GUIDE.read_text(encoding="utf-8")
@@ -199,10 +160,7 @@ def test_the_guide_uses_only_options_the_cli_has() -> None:
         for option in (arg for arg in argv[2:] if arg.startswith("--")):
             if option not in done.stdout:
                 missing.append(f"{argv[1]} {option}")
-    pending = [entry for entry in missing if entry.split()[1] in PENDING_CLI_OPTIONS]
-    assert missing == pending, f"options the CLI does not have: {missing}"
-    if pending:
-        pytest.skip(f"the CLI does not have {', '.join(pending)} in this tree yet")
+    assert missing == [], f"options the CLI does not have: {missing}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +172,7 @@ def test_the_guide_uses_only_options_the_cli_has() -> None:
 def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """``mypy --strict`` over every example at once: module name -> its error lines."""
     directory = tmp_path_factory.mktemp("examples")
-    blocks = [block for block in BLOCKS if not _missing_api(block)]
+    blocks = BLOCKS
     for block in blocks:
         (directory / f"{block.module}.py").write_text(block.code, encoding="utf-8")
     # The packages are read from the checkout (an editable install is an import hook mypy
@@ -236,14 +194,12 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
 def test_example_type_checks(block: Block, mypy_errors: dict[str, str]) -> None:
-    _skip_if_pending(block)
     assert mypy_errors[block.module] == "", f"{block.name}:\n{mypy_errors[block.module]}"
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
 async def test_example_runs_against_the_simulator(block: Block, tmp_path: Path) -> None:
-    _skip_if_pending(block)
     if block.not_run is not None:
         pytest.skip(f"{block.name} is not run: {block.not_run}")
     script = tmp_path / f"{block.module}.py"
