@@ -87,6 +87,7 @@ from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, U
 from mmsp_core.request import HTTPRequest
 
 from . import tracer
+from ._pool import spread_pool
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, fetch_body, open_stream
 
@@ -329,8 +330,9 @@ class AutoLLMClient:
             if self._traits.upstream_errors else None
         )
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx.AsyncClient(
-            limits=_POOL_LIMITS, follow_redirects=False, timeout=None
+        self._http = http_client if http_client is not None else spread_pool(
+            httpx.AsyncClient(limits=_POOL_LIMITS, follow_redirects=False, timeout=None),
+            _POOL_LIMITS,
         )
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._max_retries = max_retries
@@ -519,8 +521,11 @@ class AutoLLMClient:
                                 started=started,
                             ))
                         while True:
-                            with abortable(signal, client):
+                            if signal is None:  # no scope per event without a signal
                                 event = await anext(events, None)
+                            else:
+                                with abortable(signal, client):
+                                    event = await anext(events, None)
                             if event is None:
                                 return
                             if event.event_type == "stop":

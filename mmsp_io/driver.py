@@ -42,10 +42,10 @@ from __future__ import annotations
 import email.utils
 import functools
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 import anyio
 import attrs
@@ -62,6 +62,8 @@ from mmsp_core.errors import (
 from mmsp_core.model import UniEvent
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
+
+from ._pool import SpreadTransport
 
 __all__ = [
     "ERROR_PREVIEW_BYTES",
@@ -87,6 +89,11 @@ _TRANSPORT_ERRORS: Final = (httpx.TransportError, httpx.DecodingError)
 
 #: Closing a response drops its connection; this bounds it should the transport hang.
 _CLOSE_SECONDS: Final = 5.0
+
+_T = TypeVar("_T")
+
+#: Transports known to bound every socket read by the request's read timeout (httpcore's).
+_TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, SpreadTransport})
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -122,27 +129,33 @@ class _Deadlines:
     started: float = attrs.field(factory=anyio.current_time)
     first_event_seen: bool = False
 
-    @contextmanager
-    def guard(self, *, idle: bool) -> Iterator[None]:
-        """Run one wait under the earliest applicable deadline.
+    def scope(self, *, idle: bool) -> tuple[anyio.CancelScope, str, float]:
+        """A cancel scope for one wait with the earliest applicable deadline, and the name
+        and seconds of the limit that deadline belongs to."""
+        timeouts = self.timeouts
+        deadline, which, seconds = math.inf, "", 0.0
+        if timeouts.total is not None:
+            deadline, which, seconds = self.started + timeouts.total, "total", timeouts.total
+        if timeouts.first_event is not None and not self.first_event_seen:
+            limit = self.started + timeouts.first_event
+            if limit < deadline:
+                deadline, which, seconds = limit, "first_event", timeouts.first_event
+        if idle and timeouts.idle is not None:
+            limit = anyio.current_time() + timeouts.idle
+            if limit < deadline:
+                deadline, which, seconds = limit, "idle", timeouts.idle
+        return anyio.CancelScope(deadline=deadline), which, seconds
+
+    async def guarded(self, wait: Awaitable[_T], *, idle: bool) -> _T:
+        """Await ``wait`` under the earliest applicable deadline.
 
         Raises:
             StreamTimeoutError: that deadline passed before the wait ended.
         """
-        limits = []
-        timeouts = self.timeouts
-        if timeouts.total is not None:
-            limits.append((self.started + timeouts.total, "total", timeouts.total))
-        if timeouts.first_event is not None and not self.first_event_seen:
-            limits.append((self.started + timeouts.first_event, "first_event",
-                           timeouts.first_event))
-        if idle and timeouts.idle is not None:
-            limits.append((anyio.current_time() + timeouts.idle, "idle", timeouts.idle))
-        deadline, which, seconds = min(limits, default=(math.inf, "", 0.0))
-        with anyio.CancelScope(deadline=deadline) as scope:
-            yield
-        if scope.cancelled_caught:
-            raise StreamTimeoutError(self.client, which, seconds)
+        scope, which, seconds = self.scope(idle=idle)
+        with scope:
+            return await wait
+        raise StreamTimeoutError(self.client, which, seconds)
 
 
 def _tighter(mine: float | None, theirs: float | None) -> float | None:
@@ -161,9 +174,10 @@ def _http_timeout(http_client: httpx.AsyncClient, timeouts: Timeouts) -> httpx.T
     )
 
 
-def _read_timeout(client: str, http_client: httpx.AsyncClient) -> StreamTimeoutError:
-    """The error of the caller's read timeout: a wait for bytes that was too long (``idle``)."""
-    return StreamTimeoutError(client, "idle", http_client.timeout.read or math.inf)
+def _read_timeout(client: str, request: httpx.Request) -> StreamTimeoutError:
+    """The error of httpx's read timeout of ``request`` (the caller's, or ``idle`` handed to
+    the transport): a wait for bytes that was too long (``idle``)."""
+    return StreamTimeoutError(client, "idle", request.extensions["timeout"]["read"] or math.inf)
 
 
 async def _send(
@@ -182,13 +196,14 @@ async def _send(
     """
     client = deadlines.client
     try:
-        with deadlines.guard(idle=False):
-            return await http_client.send(request, stream=True, follow_redirects=follow_redirects)
+        return await deadlines.guarded(
+            http_client.send(request, stream=True, follow_redirects=follow_redirects), idle=False
+        )
     except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         seconds = _tighter(deadlines.timeouts.connect, http_client.timeout.connect)
         raise StreamTimeoutError(client, "connect", seconds or math.inf) from exc
     except httpx.ReadTimeout as exc:
-        raise _read_timeout(client, http_client) from exc
+        raise _read_timeout(client, request) from exc
     except httpx.RequestError as exc:
         raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
 
@@ -214,8 +229,7 @@ async def _read_bounded(chunks: AsyncIterator[bytes], deadlines: _Deadlines, lim
     body = bytearray()
     while len(body) < limit:
         try:
-            with deadlines.guard(idle=True):
-                chunk = await chunks.__anext__()
+            chunk = await deadlines.guarded(chunks.__anext__(), idle=True)
         except (StopAsyncIteration, StreamTimeoutError, *_TRANSPORT_ERRORS):
             break
         body += chunk
@@ -278,16 +292,38 @@ async def open_stream(
         timeout=_http_timeout(http_client, timeouts),
     )
     response = await _send(http_client, http_request, deadlines, follow_redirects=False)
+    # After the first event only ``idle`` and ``total`` can expire. With no ``total``, and
+    # ``idle`` enforced by the transport itself (or unset), a read needs no scope of ours.
+    unguarded = timeouts.total is None and (
+        timeouts.idle is None or _hand_idle_to(http_client, http_request, timeouts.idle)
+    )
     chunks = response.aiter_bytes()
     try:
         await _raise_for_status(response, chunks, deadlines, error_for_status)
-        events = _events(response, chunks, pipeline, deadlines, http_client)
+        events = _events(response, chunks, pipeline, deadlines, http_request, unguarded)
         try:
             yield events
         finally:
             await events.aclose()
     finally:
         await _close(response, chunks)
+
+
+def _hand_idle_to(http_client: httpx.AsyncClient, request: httpx.Request, idle: float) -> bool:
+    """Make ``idle`` the read timeout of ``request``'s body, when the transport that carries it
+    is httpx's own (``AsyncHTTPTransport``, or the library's spread of them), which bounds
+    every read of the socket by it; say whether it did.
+
+    The response headers have already arrived under the caller's own read timeout: httpcore
+    reads the timeout again when the body starts, so only the body's reads get the tighter
+    of the two (08 D22, D62). Any other transport (``MockTransport``, a custom one) is not
+    trusted to honour it and keeps the per-read deadline.
+    """
+    if type(http_client._transport_for_url(request.url)) not in _TRUSTED_TRANSPORTS:
+        return False
+    timeout = request.extensions["timeout"]
+    request.extensions["timeout"] = {**timeout, "read": _tighter(idle, timeout["read"])}
+    return True
 
 
 def _deadlines(client: str, timeouts: Timeouts, started: float | None) -> _Deadlines:
@@ -309,9 +345,13 @@ async def _events(
     chunks: AsyncIterator[bytes],
     pipeline: StreamPipeline,
     deadlines: _Deadlines,
-    http_client: httpx.AsyncClient,
+    request: httpx.Request,
+    unguarded: bool,
 ) -> AsyncGenerator[UniEvent, None]:
     """The public events of ``response``'s body, steps 3 and 4 of the module doc.
+
+    Until the first event every read runs under ``deadlines``; after it, only when
+    ``unguarded`` is false (module doc, "Timeouts").
 
     Raises:
         StreamTimeoutError: a named timeout, or the caller's read timeout, expired.
@@ -333,12 +373,14 @@ async def _events(
                 pipeline.receive_eof()
                 continue
             try:
-                with deadlines.guard(idle=True):
+                if unguarded and deadlines.first_event_seen:
                     chunk = await chunks.__anext__()
+                else:
+                    chunk = await deadlines.guarded(chunks.__anext__(), idle=True)
             except StopAsyncIteration:
                 pipeline.receive_eof()
             except httpx.ReadTimeout as exc:
-                raise _read_timeout(deadlines.client, http_client) from exc
+                raise _read_timeout(deadlines.client, request) from exc
             except _TRANSPORT_ERRORS as exc:
                 cut = exc
                 pipeline.receive_eof()
@@ -386,12 +428,11 @@ async def fetch_body(
         body = bytearray()
         while True:
             try:
-                with deadlines.guard(idle=True):
-                    chunk = await chunks.__anext__()
+                chunk = await deadlines.guarded(chunks.__anext__(), idle=True)
             except StopAsyncIteration:
                 return bytes(body), response.headers
             except httpx.ReadTimeout as exc:
-                raise _read_timeout(client, http_client) from exc
+                raise _read_timeout(client, request) from exc
             except _TRANSPORT_ERRORS as exc:
                 raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
             body += chunk
