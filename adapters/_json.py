@@ -13,9 +13,10 @@ handler needs no ``try`` of its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final, TypeVar
+
+from mmsp_core import jsonlib
 
 __all__ = [
     "BadField",
@@ -54,7 +55,7 @@ def loads(text: str) -> Any:
         BadField: it is not JSON, or is nested too deeply for the parser.
     """
     try:
-        return json.loads(text)
+        return jsonlib.loads(text)
     except (ValueError, RecursionError) as exc:
         raise BadField(f"data is not JSON: {type(exc).__name__}") from None
 

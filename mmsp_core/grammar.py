@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from . import jsonlib
 from .errors import IncompleteStreamError, MalformedEventError
 from .kinds import KINDS
 from .model import FinishReason, UniEvent, UsageMetadata
@@ -166,7 +166,7 @@ class StreamGrammar:
             if (done.name, done.tool_call_id) != (first.name, first.tool_call_id):
                 raise fail(index, "tool_call.done's name and id differ from the first fragment's")
             try:
-                parsed = json.loads(joined or "{}")
+                parsed = jsonlib.loads(joined or "{}")
             except ValueError:
                 raise fail(index, "a tool_call.done whose fragments do not parse") from None
             if done.arguments != parsed:

@@ -213,6 +213,39 @@ class StreamItems:
     # -- one fragment ----------------------------------------------------------------------
 
     def _push_item(self, item: Item, out: list[UniEvent]) -> None:
+        current = self._open
+        if current is not None and current.first is not None and not current.held:
+            kind = current.kind
+            fidelity = item.fidelity
+            if (
+                type(item) is kind.delta_cls
+                and fidelity is not None
+                and len(fidelity) == 1
+                and current.item_id is not None
+            ):
+                raw = fidelity.get("item_id")
+                if (
+                    raw is not None
+                    and (raw if type(raw) is str else str(raw)) == current.item_id
+                    and not kind.begins_itself(item)
+                ):
+                    growing = kind.growing(item)
+                    if kind.with_growing is None or growing.isascii():
+                        # The common case, a fragment continuing the open item with only its
+                        # identity as fidelity and nothing to repair: the steps below that
+                        # apply to it, and no others.
+                        if kind.is_empty(item) and not kind.keeps_empty:
+                            return
+                        size = current.size + len(growing)
+                        if size > self._max_item_size:
+                            raise StreamLimitError(f"{kind.name} item", self._max_item_size, size)
+                        self._emit(current, kind.fragment(current.first, item, None), growing,
+                                   size, out)
+                        return
+        self._push_new(item, out)
+
+    def _push_new(self, item: Item, out: list[UniEvent]) -> None:
+        """``_push_item`` for every fragment (spec 02 §4 steps 1-3, 08 D50, D55)."""
         item_kind = KINDS.get(item.type)
         if item_kind is None:
             raise self._protocol_error(f"a client yields deltas, not {item.type}")
@@ -292,6 +325,12 @@ class StreamItems:
         public = kind.fragment(target.first, fragment, emitted_fid)
         if target.first is None:
             target.first = public
+        self._emit(target, public, growing, size, out)
+
+    def _emit(
+        self, target: _OpenItem, public: Any, growing: Any, size: int, out: list[UniEvent]
+    ) -> None:
+        """Record an emitted fragment's growing part in ``target`` and hand ``public`` out."""
         chunks = target.chunks
         chunks.append(growing)
         if len(chunks) - target.compacted >= _COMPACT_EVERY and isinstance(growing, str | bytes):

@@ -7,8 +7,7 @@ the way the MMSP server reports failures (spec 03 §5).
 
 from __future__ import annotations
 
-import json
-
+from . import jsonlib
 from .errors import MalformedEventError, WireFormatError
 from .model import UniEvent
 from .sse import SSEEvent
@@ -35,7 +34,7 @@ class JsonEventsMachine:
             MMSPError: the data is an ``{"error": ...}`` object: that error.
         """
         try:
-            obj = json.loads(sse.data)
+            obj = jsonlib.loads(sse.data)
         except (ValueError, RecursionError):  # too deep a nesting is a RecursionError
             raise MalformedEventError(self._client, sse.data, detail="not JSON") from None
         try:

@@ -8,13 +8,13 @@ else about kinds.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
 import attrs
 
+from . import jsonlib
 from .errors import ToolCallArgumentParseError, preview
 from .model import (
     DeltaItem,
@@ -79,7 +79,7 @@ def _parse_arguments(client: str, first: ToolCallDelta, raw: str) -> dict[str, A
         ToolCallArgumentParseError: the JSON is malformed, truncated, or not an object.
     """
     try:
-        value = json.loads(raw or "{}")
+        value = jsonlib.loads(raw or "{}")
     except (ValueError, RecursionError) as exc:  # too deep a nesting is a RecursionError
         reason = f"invalid JSON: {exc}"
     else:

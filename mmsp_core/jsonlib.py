@@ -1,0 +1,84 @@
+"""The one place that chooses how provider JSON is parsed: orjson when importable, else ``json``.
+
+orjson (the optional extra ``fast``) parses the small objects of a stream several times
+faster than the standard library, but it is stricter, and in one case different: it refuses
+lone surrogate escapes (``"\\ud800"``), ``NaN`` / ``Infinity`` and numbers out of the double
+range, and reads an integer beyond 64 bits as a float. The rule is that the backend never
+changes an outcome, so each text is given to orjson only when orjson cannot differ, and to
+``json`` otherwise, one text at a time:
+
+- a text that does not encode as UTF-8 (it holds a lone surrogate) goes to ``json``;
+- a text with a run of 19 or more digits (the shortest integer that may be beyond 64 bits;
+  a long mantissa too) goes to ``json``;
+- anything orjson refuses goes to ``json``, which accepts it or raises its own error, so the
+  errors are the standard library's too.
+
+Everything else orjson reads exactly as ``json`` does (objects, arrays, strings, ``true`` /
+``false`` / ``null``, integers within 64 bits and correctly rounded doubles; the last of
+duplicate keys wins in both).
+
+The switch: ``use_backend("json")`` or ``use_backend("orjson")`` (tests run the parser and
+adapter suites in both modes); ``backend()`` says which is in use. Callers read
+``jsonlib.loads`` at call time, so a switch applies at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - the "fast" extra is optional
+    _HAVE_ORJSON = False
+else:
+    _HAVE_ORJSON = True
+
+__all__ = ["available", "backend", "loads", "use_backend"]
+
+#: Every ASCII digit to ``9``: a run of digits becomes a run of nines, found with ``in``.
+_DIGITS_TO_NINE: Final = bytes.maketrans(b"0123456789", b"9" * 10)
+#: 19 digits: the shortest integer literal that may not fit in 64 bits.
+_LONG_RUN: Final = b"9" * 19
+
+
+def _loads_fast(text: str) -> Any:
+    """Parse ``text`` with orjson where it cannot differ from ``json``, else with ``json``
+    (module doc). Raises what ``json.loads`` raises (``ValueError``, ``RecursionError``)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: orjson refuses what json may read
+        return json.loads(text)
+    if _LONG_RUN in data.translate(_DIGITS_TO_NINE):
+        return json.loads(text)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+#: ``loads(text)``: parse one JSON text, with the standard library's results and errors.
+loads: Callable[[str], Any] = _loads_fast if _HAVE_ORJSON else json.loads
+
+
+def available() -> tuple[str, ...]:
+    """The backends that can be used here: ``("json",)`` or ``("json", "orjson")``."""
+    return ("json", "orjson") if _HAVE_ORJSON else ("json",)
+
+
+def backend() -> str:
+    """The backend in use: ``"json"`` or ``"orjson"``."""
+    return "json" if loads is json.loads else "orjson"
+
+
+def use_backend(name: str) -> None:
+    """Choose the backend: ``"json"`` always works, ``"orjson"`` needs orjson installed.
+
+    Raises:
+        ValueError: an unknown name, or ``"orjson"`` without orjson.
+    """
+    global loads
+    if name not in available():
+        raise ValueError(f"JSON backend {name!r} is not available here: {available()}")
+    loads = json.loads if name == "json" else _loads_fast
