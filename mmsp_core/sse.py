@@ -116,10 +116,10 @@ class SSEDecoder(_Lifecycle):
             lines = data.split(b"\n")
             lines.pop()
             if len(data) > self._max_line and self._cut_at_long_line(lines):
-                events = self._interpret(lines)
+                completed = self._interpret(lines)
                 if self._pending is None:
                     self._fail_line()
-                return events
+                return completed
             return self._interpret(lines)
         start = len(buf)
         buf += data

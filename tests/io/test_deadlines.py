@@ -1,0 +1,174 @@
+"""The named timeouts over httpx's own transport and real loopback sockets (08 D22, D62).
+
+After the first event, ``open_stream`` hands ``idle`` to httpx's read timeout when the
+transport is httpx's own (it bounds every socket read), instead of a deadline of its own
+around each read. These tests pin that the four timeouts behave exactly as over
+``MockTransport`` (``test_driver.py``): ``idle`` after the first event, the caller's tighter
+read timeout, ``total`` kept, the header wait not bounded by ``idle``, keep-alive comments and
+the time the caller holds an event; and that any other transport is not trusted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+import httpx
+import pytest
+from httpfakes import delta, json_pipeline, mock_client, sse, stop
+
+from mmsp_core import HTTPRequest, StreamTimeoutError, UniEvent
+from mmsp_io import Timeouts, open_stream
+from mmsp_io._pool import SpreadTransport
+from mmsp_io.driver import _hand_idle_to
+
+pytestmark = pytest.mark.anyio
+
+REQUEST = HTTPRequest("POST", "/stream", (("content-type", "application/json"),), b"{}")
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+#: A script step: bytes of the body (sent as one HTTP chunk), or a pause in seconds.
+Step = bytes | float
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def _serve_one(stream: anyio.abc.SocketStream, head_delay: float,
+                     script: Sequence[Step]) -> None:
+    async with stream:
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += await stream.receive()
+        await anyio.sleep(head_delay)
+        await stream.send(HEAD)
+        try:
+            for step in script:
+                if isinstance(step, bytes):
+                    await stream.send(chunk(step))
+                else:
+                    await anyio.sleep(step)
+            await stream.send(b"0\r\n\r\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the client left, as it should after a timeout
+
+
+@asynccontextmanager
+async def server(script: Sequence[Step], *, head_delay: float = 0.0) -> AsyncIterator[str]:
+    """A loopback HTTP/1.1 server that answers every request with ``script``; yields its URL."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        await _serve_one(stream, head_delay, script)
+
+    async with listener, anyio.create_task_group() as tasks:
+        tasks.start_soon(listener.serve, handle)
+        yield f"http://127.0.0.1:{port}/stream"
+        tasks.cancel_scope.cancel()
+
+
+async def run(url: str, timeouts: Timeouts, clock: Callable[[], int], *,
+              http_client: httpx.AsyncClient | None = None,
+              hold: float = 0.0) -> list[UniEvent]:
+    events = []
+    async with http_client or httpx.AsyncClient(timeout=None) as client, open_stream(
+        client, url, REQUEST, json_pipeline(clock), client="test", timeouts=timeouts
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+            await anyio.sleep(hold)
+    return events
+
+
+async def timed_out(url: str, timeouts: Timeouts, clock: Callable[[], int],
+                    **options: object) -> tuple[StreamTimeoutError, float]:
+    started = time.monotonic()
+    with pytest.raises(StreamTimeoutError) as caught:
+        await run(url, timeouts, clock, **options)  # type: ignore[arg-type]
+    return caught.value, time.monotonic() - started
+
+
+FIRST = sse(delta("Hel"))
+REST = sse(delta("lo"), stop())
+
+
+async def test_idle_after_the_first_event(fake_clock: Callable[[], int]) -> None:
+    async with server([FIRST, 5.0, REST]) as url:
+        error, elapsed = await timed_out(url, Timeouts(idle=0.3), fake_clock)
+    assert (error.which, error.seconds) == ("idle", 0.3)
+    assert 0.25 < elapsed < 2.0
+
+
+async def test_the_callers_tighter_read_timeout_reports_as_idle(
+    fake_clock: Callable[[], int]
+) -> None:
+    async with server([FIRST, 5.0, REST]) as url:
+        http = httpx.AsyncClient(timeout=httpx.Timeout(None, read=0.2))
+        error, elapsed = await timed_out(url, Timeouts(idle=3.0), fake_clock, http_client=http)
+    assert (error.which, error.seconds) == ("idle", 0.2)
+    assert elapsed < 2.0
+
+
+async def test_keep_alive_comments_and_holding_events_do_not_expire_idle(
+    fake_clock: Callable[[], int]
+) -> None:
+    pings = [step for _ in range(6) for step in (0.1, b": ping\n\n")]
+    async with server([FIRST, *pings, REST]) as url:
+        events = await run(url, Timeouts(idle=0.3), fake_clock, hold=0.4)
+    assert [event.event_type for event in events][-1] == "stop"
+
+
+async def test_total_is_kept_after_the_first_event(fake_clock: Callable[[], int]) -> None:
+    async with server([FIRST, 5.0, REST]) as url:
+        error, elapsed = await timed_out(url, Timeouts(idle=3.0, total=0.4), fake_clock)
+    assert (error.which, error.seconds) == ("total", 0.4)
+    assert elapsed < 2.0
+
+
+async def test_idle_does_not_bound_the_wait_for_headers(fake_clock: Callable[[], int]) -> None:
+    # The header wait is first_event's (and the caller's read timeout's), never idle's.
+    async with server([FIRST, REST], head_delay=0.5) as url:
+        events = await run(url, Timeouts(idle=0.2, first_event=5.0), fake_clock)
+    assert events[-1].event_type == "stop"
+
+
+async def test_first_event_still_bounds_the_first_reads(fake_clock: Callable[[], int]) -> None:
+    pings = [step for _ in range(20) for step in (0.05, b": ping\n\n")]
+    async with server([*pings, FIRST, REST]) as url:
+        error, _ = await timed_out(url, Timeouts(idle=0.3, first_event=0.3), fake_clock)
+    assert (error.which, error.seconds) == ("first_event", 0.3)
+
+
+def test_only_httpx_own_transports_are_trusted() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200)
+
+    class Custom(httpx.AsyncHTTPTransport):
+        pass
+
+    trusted = [httpx.AsyncClient(), httpx.AsyncClient(transport=SpreadTransport(
+        httpx.AsyncHTTPTransport(), limits=httpx.Limits()))]
+    untrusted = [mock_client(handler), httpx.AsyncClient(transport=Custom())]
+    for client in trusted + untrusted:
+        request = client.build_request("GET", "http://127.0.0.1:1/", timeout=httpx.Timeout(
+            None, read=9.0))
+        handed = _hand_idle_to(client, request, 2.0)
+        assert handed is (client in trusted)
+        assert request.extensions["timeout"]["read"] == (2.0 if handed else 9.0)
+
+
+async def test_a_mock_transport_keeps_per_read_deadlines(fake_clock: Callable[[], int]) -> None:
+    from httpfakes import Body
+
+    body = Body(FIRST, 5.0, REST)
+    started = time.monotonic()
+    with pytest.raises(StreamTimeoutError) as caught:
+        await run("https://provider.test/stream", Timeouts(idle=0.2), fake_clock,
+                  http_client=mock_client(lambda request: httpx.Response(200, stream=body)))
+    assert (caught.value.which, caught.value.seconds) == ("idle", 0.2)
+    assert time.monotonic() - started < 2.0
