@@ -111,3 +111,45 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
     assert sim.disconnects == []
     # Every stream has more than ten events: one after another they would take 100 s or more.
     assert wall < STREAMS * 10 * EVENT_DELAY / 2
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_thousand_concurrent_streams_through_one_client(
+    enough_open_files: None, anyio_backend: str
+) -> None:
+    """One ``AutoLLMClient`` with the pool it builds itself carries 1,000 streams at once: the
+    library spreads its own pool (``mmsp_io._pool``), the caller shards nothing (issue 9)."""
+    protocol = PROTOCOLS[0]
+    outcomes: dict[int, list[UniEvent]] = {}
+    peak_before = _peak_rss_mib()
+    started = time.monotonic()
+    async with Simulator.running(delay=EVENT_DELAY) as sim, AutoLLMClient(
+        "sim-model", api_key=sim.api_key, base_url=sim.base_url(protocol),
+        client_type=protocol, timeouts=Timeouts(first_event=900, idle=300, total=1800),
+        max_retries=0,
+    ) as client:
+
+        async def one_stream(index: int) -> None:
+            question = UniMessage(role="user", content_items=(TextDone(text=f"question {index}"),))
+            stream = client.streaming_response([question], None)
+            async with aclosing(stream) as events:  # type: ignore[type-var]
+                outcomes[index] = [event async for event in events]
+
+        async with anyio.create_task_group() as tasks:
+            for index in range(STREAMS):
+                tasks.start_soon(one_stream, index)
+    wall = time.monotonic() - started
+    peak = _peak_rss_mib()
+    print(
+        f"\nload [{anyio_backend}]: {STREAMS} concurrent streams through one client's own pool "
+        f"({protocol}): {wall:.2f} s wall; peak RSS {peak:.0f} MiB "
+        f"(+{peak - peak_before:.0f} MiB during the run)"
+    )
+    assert sorted(outcomes) == list(range(STREAMS))
+    for index, events in outcomes.items():
+        assert_stream_grammar(events)
+        texts = [item for e in events for item in e.content_items if isinstance(item, TextDone)]
+        assert texts == [TextDone(text=f"You asked: question {index}")], index
+    assert len(sim.requests) == STREAMS
+    # No bound on the wall time: on a shared machine it measures the other processes too.
