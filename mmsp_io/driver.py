@@ -35,6 +35,15 @@ reports as ``idle``), its write timeout stands, and its connect and pool timeout
 ``connect``; where both apply the tighter wins (08 D62). Expiry raises
 ``StreamTimeoutError(client, which, seconds)``. No scope is held across a ``yield``, so the
 iterator is safe to abandon and runs unchanged under asyncio and trio.
+
+Deadlines that cost nothing per chunk: after the first event only ``idle`` and ``total`` can
+expire. When ``total`` is unset and the transport is httpx's own (``AsyncHTTPTransport``, or
+the library's spread of them, ``mmsp_io._pool``), ``idle`` is handed to httpx's read timeout
+of the body (the tighter of it and the caller's), which httpcore applies to every socket read
+anyway, and the reads after the first event run under no scope of ours: an expiry is the same
+``StreamTimeoutError("idle", seconds)``. The response headers arrive before the handover, so
+``idle`` never bounds the wait for them. Any other transport (``MockTransport``, a caller's
+custom one) is not known to honour read timeouts and keeps the per-read deadline.
 """
 
 from __future__ import annotations
