@@ -14,7 +14,7 @@ handler needs no ``try`` of its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 from mmsp_core import jsonlib
 
@@ -75,12 +75,17 @@ def loads_object(text: str) -> dict[str, Any]:
 def _typed(key: str, kind: type[_T], value: Any) -> _T:
     if type(value) is kind:
         return value
+    return _bad(key, kind)
+
+
+def _bad(key: str, kind: type) -> NoReturn:
     raise BadField(f"{key!r} must be {_JSON_NAMES[kind]}")
 
 
 def obj(container: Mapping[str, Any], key: str) -> dict[str, Any]:
     """``container[key]``, which must be a JSON object. Raises ``BadField``."""
-    return _typed(key, dict, container.get(key))
+    value = container.get(key)
+    return value if type(value) is dict else _bad(key, dict)
 
 
 def opt_obj(container: Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -97,7 +102,8 @@ def opt_array(container: Mapping[str, Any], key: str) -> list[Any] | None:
 
 def string(container: Mapping[str, Any], key: str) -> str:
     """``container[key]``, which must be a JSON string. Raises ``BadField``."""
-    return _typed(key, str, container.get(key))
+    value = container.get(key)
+    return value if type(value) is str else _bad(key, str)
 
 
 def opt_string(container: Mapping[str, Any], key: str) -> str | None:
@@ -108,7 +114,8 @@ def opt_string(container: Mapping[str, Any], key: str) -> str | None:
 
 def integer(container: Mapping[str, Any], key: str) -> int:
     """``container[key]``, which must be a JSON integer (not a bool). Raises ``BadField``."""
-    return _typed(key, int, container.get(key))
+    value = container.get(key)
+    return value if type(value) is int else _bad(key, int)
 
 
 def opt_integer(container: Mapping[str, Any], key: str) -> int | None:

@@ -56,6 +56,9 @@ class _State(enum.Enum):
     ERROR = enum.auto()
 
 
+_OPEN: Final = _State.OPEN
+
+
 class _OpenItem:
     """The item currently streaming."""
 
@@ -141,7 +144,8 @@ class StreamItems:
             StreamLimitError: an item grew past ``max_item_size``.
             RuntimeError: called after ``end()`` or after an error.
         """
-        self._expect(_State.OPEN)
+        if self._state is not _OPEN:
+            self._expect(_OPEN)
         try:
             if event.event_type == "delta":
                 if event.usage_metadata is not None or event.finish_reason is not None:

@@ -99,6 +99,9 @@ class PipelineState(enum.Enum):
     ERROR = enum.auto()
 
 
+_OPEN: Final = PipelineState.OPEN
+
+
 class _Stage(enum.IntEnum):
     """What ``next_event`` runs once the queued SSE events are used up after EOF."""
 
@@ -170,7 +173,7 @@ class StreamPipeline:
         Raises:
             RuntimeError: after ``receive_eof`` or after an error.
         """
-        if self._state is not PipelineState.OPEN:
+        if self._state is not _OPEN:
             raise RuntimeError(f"receive_data in state {self._state.name}")
         if self._finished or self._failure is not None or self._feed_failure is not None:
             return
@@ -208,7 +211,7 @@ class StreamPipeline:
             if self._feed_failure is not None:
                 self._failure, self._feed_failure = self._feed_failure, None
                 continue
-            if self._state is PipelineState.OPEN:
+            if self._state is _OPEN:
                 return NEED_DATA
             if self._state is PipelineState.CLOSED:
                 return END

@@ -46,7 +46,7 @@ import time
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import anyio.to_thread
@@ -413,7 +413,7 @@ class AutoLLMClient:
 
     # -- calls -------------------------------------------------------------------------------
 
-    async def streaming_response(
+    def streaming_response(
         self,
         messages: Sequence[UniMessage | Mapping[str, Any]],
         config: UniConfig | Mapping[str, Any] | None = None,
@@ -424,7 +424,8 @@ class AutoLLMClient:
         """Stream the public events of one request (spec 02; RFC-0003); ``config`` may be left
         out (no options).
 
-        Closing the generator early closes the HTTP response at once.
+        Closing the generator early closes the HTTP response at once. Nothing runs, the
+        messages are not even read, until the generator is first iterated.
 
         Raises:
             InvalidMessageError: a message that cannot be read or sent (before any request).
@@ -434,10 +435,8 @@ class AutoLLMClient:
             ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: after retries.
             MMSPError: whatever the stream raises (``IncompleteStreamError``, ...).
         """
-        prepared = self._prepare(messages)
-        async with aclosing(self._run(prepared, config, signal, timeouts)) as events:
-            async for event in events:
-                yield event
+        # The generator itself, not one wrapped in another: a layer less per event.
+        return self._run(messages, config, signal, timeouts, prepare=True)
 
     async def streaming_response_stateful(
         self,
@@ -495,15 +494,18 @@ class AutoLLMClient:
 
     async def _run(
         self,
-        messages: list[UniMessage],
+        given: Sequence[UniMessage | Mapping[str, Any]],
         config: UniConfig | Mapping[str, Any] | None,
         signal: AbortSignal | None,
         timeouts: Timeouts | None,
         *,
+        prepare: bool = False,
         on_stop: Callable[[UniMessage], None] | None = None,
     ) -> AsyncGenerator[UniEvent, None]:
-        """Steps 2-5 of the module doc over prepared messages."""
+        """Steps 2-5 of the module doc, over ``given`` messages already prepared, or prepared
+        here first (``prepare``)."""
         client = self._client_type
+        messages = self._prepare(given) if prepare else cast("list[UniMessage]", given)
         started = anyio.current_time()
         try:
             call = await self._request(messages, config, signal, timeouts, started)
