@@ -12,6 +12,8 @@ Commands:
   rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
 - ``replay --source SOURCE FILE``: decodes a recorded provider body through
   ``adapters.decode`` and prints the unified stream.
+- ``traces --dir DIR [--host HOST] [--port PORT]``: serves the trace page of ``mmsp_io.traces``
+  (default ``127.0.0.1:25750``, 08 D70): the traces of ``DIR``, one conversation at a time.
 
 Every command prints the public stream the same way: fragments as they arrive, each ``.done``
 item and the ``stop`` on a line of their own, with usage and finish reason; text that cannot be
@@ -64,7 +66,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
-from . import simulator
+from . import simulator, traces
 from .client import AutoLLMClient
 
 __all__ = ["StreamPrinter", "main"]
@@ -305,6 +307,14 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
     replay.add_argument("--chunk-size", type=int, help="feed the body in pieces of N bytes")
     replay.add_argument("file")
+
+    trace_page = commands.add_parser(
+        "traces", parents=[backend], help="a web page showing the traces of a directory"
+    )
+    trace_page.add_argument("--dir", required=True, help="the trace directory")
+    trace_page.add_argument("--host", default=traces.DEFAULT_HOST, help="address to listen on")
+    trace_page.add_argument("--port", type=int, default=traces.DEFAULT_PORT,
+                            help="port to listen on (0: a free one)")
     return parser
 
 
@@ -318,6 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args, printer)
         if args.backend == "trio" and importlib.util.find_spec("trio") is None:
             return _fail(args, err, "--backend trio needs trio: pip install trio", 2)
+        if args.command == "traces":
+            page = partial(traces.run, args.dir, args.host, args.port, out)
+            return anyio.run(page, backend=args.backend)
         run = (
             partial(_demo, args.delay, printer) if args.command == "demo"
             else partial(_chat, args, printer)
