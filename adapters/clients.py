@@ -37,6 +37,7 @@ from ._registry import CLIENTS, canonical_client_type
 from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys, Traits
 from .anthropic_messages import profiles as anthropic_profiles
 from .anthropic_messages.request import ANTHROPIC_VERSION
+from .google_genai import profiles as genai_profiles
 from .openai_chat import profiles as chat_profiles
 from .openai_responses import profiles as responses_profiles
 
@@ -141,7 +142,8 @@ _SPECS: Final = (
     _anthropic("ant-messages", official=False, auth=AuthForm.X_API_KEY_AND_BEARER,
                profile=anthropic_profiles.COMPATIBLE),
     _google("google-genai", "google-genai", official=False, aliases=("gemini-generate-content",),
-            service_account_keys=ServiceAccountKeys.VERTEX,
+            service_account_keys=ServiceAccountKeys.VERTEX, inlines_remote_images=True,
+            profile=genai_profiles.GEMINI_API,
             model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("mmsp", "mmsp", official=False, env="MMSP",
             default_base_url="http://127.0.0.1:25752/v1", open_server=True),
