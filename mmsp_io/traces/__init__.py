@@ -14,14 +14,14 @@ with DOM calls (``textContent``, never markup from a trace):
 
 - ``GET /``: the page, listing the traces;
 - ``GET /trace/<id>``: the same page, showing the conversation of trace ``<id>`` (the file
-  ``<id>.json``, 08 D14);
+  ``<id>.json``, 08 D14); for a trace that is outside or missing, under status 403 or 404;
 - ``GET /api/traces``: the list, ``{"traces": [{"id", "json", "txt", "size", "modified"}, ...],
   "truncated"}``, newest first, at most ``max_listed`` entries;
 - ``GET /api/trace/<id>``: ``{"id", "raw", "transcript", "trace"}``, the trace document with
   its messages legacy-normalised (spec 01 §9) and the links of its two files;
 - ``GET /raw/<file>``: a ``.json`` or ``.txt`` file of the directory as it is stored.
 
-Refusals are ``{"error": {"status", "message"}}`` with their status.
+Other refusals are ``{"error": {"status", "message"}}`` with their status.
 
 Containment: every ``<id>`` and ``<file>`` is percent-decoded, joined to the directory, and
 the result ``Path.resolve()``-d (following every symbolic link) and kept only when it
@@ -155,8 +155,13 @@ class TracePage:
             if path in ("/", "/index.html"):
                 await self._respond_page(response)
             elif path.startswith("/trace/"):
-                await anyio.to_thread.run_sync(self._file, path.removeprefix("/trace/") + ".json")
-                await self._respond_page(response)
+                trace_file = path.removeprefix("/trace/") + ".json"
+                try:
+                    await anyio.to_thread.run_sync(self._file, trace_file)
+                except _Refusal as refusal:  # the page says why, under the refusal's status
+                    await self._respond_page(response, refusal.status)
+                else:
+                    await self._respond_page(response)
             elif path == "/api/traces":
                 listing = await anyio.to_thread.run_sync(self._listing)
                 await _respond_json(response, listing)
@@ -176,8 +181,8 @@ class TracePage:
             if not response.started:
                 await _send_refusal(response, refusal)
 
-    async def _respond_page(self, response: httpserver.Response) -> None:
-        await response.respond(200, [("content-type", "text/html; charset=utf-8"),
+    async def _respond_page(self, response: httpserver.Response, status: int = 200) -> None:
+        await response.respond(status, [("content-type", "text/html; charset=utf-8"),
                                      *_SECURITY_HEADERS], self._page)
 
     async def _respond_raw(self, response: httpserver.Response, relative: str) -> None:

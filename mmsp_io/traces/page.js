@@ -20,7 +20,7 @@ function el(tag, attributes, ...children) {
 }
 
 function show(...nodes) {
-  app.replaceChildren(...nodes);
+  app.replaceChildren(...nodes.filter((node) => node !== null));
 }
 
 function fail(message) {

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from mmsp_core import (
+    FinishReason,
     ImageUrlDone,
     InlineDataDone,
     TextDone,
@@ -44,7 +45,7 @@ def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
             + chunk(b"IDAT", zlib.compress(row * height)) + chunk(b"IEND", b""))
 
 
-PNG: Final = _png(3, 2, (200, 30, 30))
+PNG: Final = _png(48, 32, (200, 30, 30))
 
 
 def png_data_uri(data: bytes = PNG) -> str:
@@ -65,13 +66,13 @@ WEATHER_TOOL: Final = ToolSchema(
 )
 
 SAMPLE_HISTORY: Final = (
-    UniMessage("user", (TextDone(QUESTION), ImageUrlDone(png_data_uri(_png(4, 4, (0, 0, 255)))))),
+    UniMessage("user", (TextDone(QUESTION), ImageUrlDone(png_data_uri(_png(40, 40, (0, 0, 255)))))),
     UniMessage(
         "assistant",
         (ThinkingDone(THINKING), ToolCallDone("get_weather", "call_1", CALL_ARGUMENTS)),
         UsageMetadata(cached_tokens=None, prompt_tokens=31, thoughts_tokens=12,
                       response_tokens=9),
-        "tool_call",
+        FinishReason.TOOL_CALL,
         1760000000100,
     ),
     UniMessage("user", (ToolResultDone(TOOL_RESULT, "call_1", (png_data_uri(),)),)),
@@ -80,7 +81,7 @@ SAMPLE_HISTORY: Final = (
         (TextDone(ANSWER), InlineDataDone(PNG, "image/png")),
         UsageMetadata(cached_tokens=16, prompt_tokens=30, thoughts_tokens=None,
                       response_tokens=17),
-        "stop",
+        FinishReason.STOP,
         1760000000200,
     ),
 )
