@@ -22,7 +22,7 @@ and assembled per message by ``_steps``:
   an image block of the summary; thinking with neither text nor signature is left out;
 - a signature on a non-thinking item (a generateContent history) goes to the turn's opening
   thought step when that step is unsigned, else it becomes a thought step of its own in front
-  of the item; a signature recorded as bytes (older histories) is sent as base64;
+  of the item;
 - a tool call is ``{"type": "function_call", "name", "arguments", "id"?}`` (no ``id`` when it
   is the name, as generateContent histories have it); a tool result is
   ``{"type": "function_result", "name": <the call's name>, "result": <text, or blocks when
@@ -246,7 +246,7 @@ def build_request(
     walked = walk_messages(
         client, messages, converter.table, protocol_label="The Interactions API"
     )
-    steps = [step for message in walked for step in _steps(message)]
+    steps = [step for message in walked for step in _message_steps(client, message)]
     body: dict[str, Any] = {"model": model, "input": steps, "stream": True, "store": False}
     body.update(config_body)
     return HTTPRequest("POST", PATH, HEADERS, encode_json_body(body))
@@ -304,10 +304,12 @@ class _Piece:
 
 
 def _signature(fidelity: Mapping[str, Any] | None) -> str | None:
-    """The signature recorded in ``fidelity``: a non-empty string, or bytes as base64."""
+    """The signature recorded in ``fidelity``, when it is a non-empty string.
+
+    (05 §5's bytes signatures of older histories cannot reach a builder here: fidelity holds
+    JSON values only, and the preflight refuses anything else, 08 D55.)
+    """
     signature = (fidelity or {}).get("signature")
-    if isinstance(signature, bytes | bytearray) and signature:
-        return base64.b64encode(signature).decode("ascii")
     return signature if isinstance(signature, str) and signature else None
 
 
@@ -418,8 +420,13 @@ class _Converter:
         return _inline(data, mime)
 
 
-def _steps(message: WalkedMessage[_Piece]) -> list[dict[str, Any]]:
-    """The steps of one message, in item order (module docstring; 05 §5)."""
+def _message_steps(client: str, message: WalkedMessage[_Piece]) -> list[dict[str, Any]]:
+    """The steps of one message, in item order (module docstring; 05 §5).
+
+    Raises:
+        InvalidMessageError: the message sends nothing but thought steps (an empty text that
+            only carried a signature is no content, 08 D67).
+    """
     role = message.message.role
     output_type = "model_output" if role == "assistant" else "user_input"
     steps: list[dict[str, Any]] = []
@@ -459,6 +466,11 @@ def _steps(message: WalkedMessage[_Piece]) -> list[dict[str, Any]]:
     for step in steps:
         if step.get("summary") == []:
             del step["summary"]  # a thought that is only its signature
+    if all(step["type"] == "thought" for step in steps):
+        raise InvalidMessageError(
+            client, None, message.index,
+            detail="nothing to send but thoughts: an empty text only carries a signature",
+        )
     if role == "assistant" and _needs_placeholder(steps):
         steps.insert(0, {"type": "thought", "signature": SKIP_SIGNATURE})
     return steps
