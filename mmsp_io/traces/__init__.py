@@ -122,7 +122,8 @@ class TracePage:
         self.root = Path(root).absolute()
         self.max_trace_bytes = max_trace_bytes
         self.max_listed = max_listed
-        self._page = _static("page.html")
+        #: The page's static files, read once.
+        self._static = {name: _static(name) for name in ("page.html", *_STATIC)}
 
     @contextlib.asynccontextmanager
     async def running(
@@ -152,7 +153,7 @@ class TracePage:
             if request.method != "GET":
                 raise _Refusal(405, f"The trace page answers only GET, not {request.method}.")
             path = _decoded(request.path)
-            if path in ("/", "/index.html"):
+            if path == "/":
                 await self._respond_page(response)
             elif path.startswith("/trace/"):
                 trace_file = path.removeprefix("/trace/") + ".json"
@@ -174,7 +175,7 @@ class TracePage:
             elif path.removeprefix("/") in _STATIC:
                 name = path.removeprefix("/")
                 await response.respond(200, [("content-type", _STATIC[name]),
-                                             *_SECURITY_HEADERS], _static(name))
+                                             *_SECURITY_HEADERS], self._static[name])
             else:
                 raise _Refusal(404, f"No page at {path}.")
         except _Refusal as refusal:
@@ -183,7 +184,7 @@ class TracePage:
 
     async def _respond_page(self, response: httpserver.Response, status: int = 200) -> None:
         await response.respond(status, [("content-type", "text/html; charset=utf-8"),
-                                     *_SECURITY_HEADERS], self._page)
+                                     *_SECURITY_HEADERS], self._static["page.html"])
 
     async def _respond_raw(self, response: httpserver.Response, relative: str) -> None:
         """Stream the stored file ``relative`` in pieces (a ``.json`` or ``.txt`` file)."""
@@ -261,17 +262,20 @@ class TracePage:
         history = document.get("history")
         if not isinstance(history, list):
             raise _Refusal(422, f"{json_name} is not a trace: it has no history list.")
-        try:
-            self._file(f"{trace_id}.txt")
-            transcript: str | None = _link("/raw/", f"{trace_id}.txt")
-        except _Refusal:
-            transcript = None
         return {
             "id": trace_id,
             "raw": _link("/raw/", json_name),
-            "transcript": transcript,
+            "transcript": self._transcript(trace_id),
             "trace": {**document, "history": normalize_legacy_messages(history)},
         }
+
+    def _transcript(self, trace_id: str) -> str | None:
+        """The link of the ``.txt`` file of ``trace_id`` when ``/raw`` serves it, else ``None``."""
+        try:
+            self._file(f"{trace_id}.txt")
+        except _Refusal:
+            return None
+        return _link("/raw/", f"{trace_id}.txt")
 
     def _listing(self) -> dict[str, Any]:
         """The answer of ``/api/traces`` (module docstring)."""
@@ -291,8 +295,7 @@ class TracePage:
             entries.append((info.st_mtime, {
                 "id": trace_id,
                 "json": _link("/raw/", relative),
-                "txt": _link("/raw/", f"{trace_id}.txt") if path.with_suffix(".txt").is_file()
-                else None,
+                "txt": self._transcript(trace_id),
                 "size": info.st_size,
                 "modified": datetime.fromtimestamp(info.st_mtime, UTC).isoformat(),
             }))

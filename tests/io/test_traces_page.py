@@ -109,6 +109,18 @@ async def test_a_trace_without_its_transcript_is_listed_without_a_text_link(
     assert shown["transcript"] is None
 
 
+async def test_a_transcript_that_leads_out_is_not_linked(
+    page: HTTPServer, root: Path, tmp_path: Path
+) -> None:
+    (root / f"{SAMPLE_ID}.txt").unlink()
+    (root / f"{SAMPLE_ID}.txt").symlink_to(tmp_path / "elsewhere" / "secret.txt")
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+        shown = (await http.get(f"/api/trace/{quote(SAMPLE_ID)}")).json()
+    assert listing["traces"][0]["txt"] is None
+    assert shown["transcript"] is None
+
+
 async def test_the_list_is_bounded(root: Path) -> None:
     for n in range(3):
         write_sample(root, f"more/{n}")
