@@ -31,7 +31,8 @@ part                                       fragment (item id)
 ``functionCall`` (whole: one fragment)     ``tool_call`` name, ``id`` or the name, the
                                            ``args`` as JSON text (``"function_call"``)
 ``thought: true`` with ``inlineData``      ``inline_thinking`` (``"thought"``)
-``inlineData``                             ``inline_data`` (``"inline_data"``)
+``inlineData``                             ``inline_data`` (``"inline_data"``, other
+                                           than images ``"inline_data:<mime>"``)
 ``thought: true`` with ``text``            ``thinking`` (``"thought"``)
 ``text``                                   ``text`` (``"text"``)
 ``executableCode``, ``codeExecutionResult``,  nothing: server-tool parts are known and
@@ -182,8 +183,11 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
                 "inline_thinking", _THOUGHT, signature, whole=True, empty=not data
             )
             return InlineThinkingDelta(data, mime, fidelity)
+        # Images are items of their own; other data (audio chunks) joins while its MIME type
+        # stays the same.
         image = mime.startswith("image/")
-        fidelity = machine.place("inline_data", _INLINE, signature, whole=image, empty=not data)
+        family = _INLINE if image else f"{_INLINE}:{mime}"
+        fidelity = machine.place("inline_data", family, signature, whole=image, empty=not data)
         return InlineDataDelta(data, mime, fidelity)
     text = opt_string(part, "text")
     if text is None and not SERVER_TOOL_PARTS.isdisjoint(part):
@@ -224,7 +228,7 @@ class GenAIMachine(TableMachine):
     Built as ``adapters._spec.NewMachine``; ``base_url`` is reserved and not read (08 D52).
     """
 
-    __slots__ = ("_ids", "_item", "_kind", "_saw_call", "_serial", "_signed", "_usage")
+    __slots__ = ("_family", "_item", "_kind", "_saw_call", "_serial", "_signed", "_usage")
 
     INITIAL = _State.STREAMING
     #: (state, wire event name) -> (handler, next state): the default SSE event is a chunk.
@@ -237,12 +241,12 @@ class GenAIMachine(TableMachine):
         self._usage: UsageMetadata | None = None
         #: A function call was seen: ``STOP`` means ``tool_call`` (06 §4).
         self._saw_call = False
-        # The current item as the finalizer sees it: kind, id, whether it holds a signature.
+        # The current item as the finalizer sees it: its kind, the id family of its parts, its
+        # id (the family, or family/serial after a split) and whether it holds a signature.
         self._kind: str | None = None
+        self._family: str | None = None
         self._item: str | None = None
         self._signed = False
-        # The id the next part of each kind gets (its kind, or kind/serial after a split).
-        self._ids: dict[str, str] = {}
         self._serial = 0
 
     def place(
@@ -261,19 +265,20 @@ class GenAIMachine(TableMachine):
         ``empty``: it carries only its signature, so after an item of another kind with the
         same id it continues that item (02 §4 step 3).
         """
-        item_id = self._ids.get(family, family)
+        item_id = self._item if family == self._family else family
         continues = item_id == self._item and (
             (kind == self._kind and not whole)
             or (kind != self._kind and empty and signature is not None)
         )
         if continues and signature is not None and self._signed:
             self._serial += 1
-            item_id = self._ids[family] = f"{family}/{self._serial}"
+            item_id = f"{family}/{self._serial}"
             continues = False
         if continues:
             self._signed = self._signed or signature is not None
         else:
-            self._kind, self._item, self._signed = kind, item_id, signature is not None
+            self._kind, self._family, self._item = kind, family, item_id
+            self._signed = signature is not None
         if signature is None:
             return {"item_id": item_id}
         return {"item_id": item_id, "signature": signature}

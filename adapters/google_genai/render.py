@@ -22,8 +22,9 @@ What generateContent cannot carry, i.e. the normalisation under which
   inline data followed by inline data that is not an image (an image begins an item by
   itself), unless both are signed (a part kind is its item id; the decoder never gives an
   item two signatures); the first MIME type wins;
-* an empty signed thinking item right after an unsigned inline thinking item signs it (they
-  share the id ``"thought"``);
+* an empty signed thinking item right after an unsigned inline thinking item signs it, and an
+  empty signed inline thinking item right after unsigned thinking signs that (thought text
+  and thought images share the id ``"thought"``);
 * the finish reason is ``tool_call`` when a tool call survives and the finish is ``stop`` or
   ``tool_call``, else ``stop`` for those two.
 """
@@ -33,6 +34,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
+
+import attrs
 
 from adapters._render import fragment_size as resolve_fragment_size
 from adapters._render import fragments, sse_event
@@ -179,10 +182,9 @@ def _merge(previous: DoneItem, item: DoneItem) -> DoneItem | None:
         and not item.mime_type.startswith("image/")
     ):
         return InlineDataDone(previous.data + item.data, previous.mime_type, fidelity)
-    if (
-        isinstance(previous, InlineThinkingDone)
-        and isinstance(item, ThinkingDone)
-        and not item.thinking
-    ):
-        return InlineThinkingDone(previous.data, previous.mime_type, fidelity)
+    # Thought text and thought images share an item id: an empty one only adds its signature.
+    if isinstance(previous, InlineThinkingDone) and isinstance(item, ThinkingDone):
+        return None if item.thinking else attrs.evolve(previous, fidelity=fidelity)
+    if isinstance(previous, ThinkingDone) and isinstance(item, InlineThinkingDone):
+        return None if item.data else attrs.evolve(previous, fidelity=fidelity)
     return None
