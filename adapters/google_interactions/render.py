@@ -64,7 +64,7 @@ from .usage import usage_to_wire
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "normalize", "render", "split_audio_mime"]
 
-#: Characters per fragment when none is given: Gemini streams a few words at a time.
+#: Characters per fragment when none is given: Gemini streams a few words per event.
 DEFAULT_FRAGMENT_SIZE: Final = 16
 #: Bytes per audio delta when no fragment size is given.
 DEFAULT_AUDIO_CHUNK: Final = 8192

@@ -54,6 +54,6 @@ DIALECT: Final = SimulatorDialect(
     stream_error=b'data: {"event_type":"error","error":{"code":503,'
     b'"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}\n\n',
     read_turn=read_turn,
-    tool_call_id_prefix="sim_call_",
+    tool_call_id_prefix="call_sim_",
     content_type="text/event-stream",
 )
