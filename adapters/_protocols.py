@@ -8,12 +8,20 @@ nothing else dispatches on protocol names. A protocol from outside the library u
 
 from __future__ import annotations
 
-from . import _registry, anthropic_messages, google_genai, openai_chat, openai_responses
+from . import (
+    _registry,
+    anthropic_messages,
+    google_genai,
+    mmsp,
+    openai_chat,
+    openai_responses,
+)
 
 for _package in (
     anthropic_messages,
     openai_chat,
     openai_responses,
     google_genai,
+    mmsp,
 ):
     _registry.register(_package.PROTOCOL)

@@ -298,7 +298,9 @@ class Traits:
     #: Shown by the command line: ``"Anthropic Messages"``, ...
     display_name: str
     #: The base preflight of spec 02 §8 (messages need items, traces are written here) applies;
-    #: ``False`` for a gateway that checks them itself (mmsp, seed §7).
+    #: ``False`` for a gateway that checks them itself (mmsp, seed §7), whose builder forwards
+    #: the config for the gateway's client to map: unknown keys unwarned, ``extra_body`` not
+    #: merged (08 D57).
     base_preflight: bool = True
     #: Non-2xx answers are the gateway's own ``UpstreamError`` (08 D13), not ``ProviderHTTPError``.
     upstream_errors: bool = False

@@ -34,10 +34,11 @@ from ._catalog import CATALOG
 from ._convert import model_key
 from ._preflight import check_model_id
 from ._registry import CLIENTS, canonical_client_type
-from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys, Traits
+from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys
 from .anthropic_messages import profiles as anthropic_profiles
 from .anthropic_messages.request import ANTHROPIC_VERSION
 from .google_genai import profiles as genai_profiles
+from .mmsp import profiles as mmsp_profiles
 from .openai_chat import profiles as chat_profiles
 from .openai_responses import profiles as responses_profiles
 
@@ -146,15 +147,11 @@ _SPECS: Final = (
             profile=genai_profiles.GEMINI_API,
             model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("mmsp", "mmsp", official=False, env="MMSP",
-            default_base_url="http://127.0.0.1:25752/v1", open_server=True),
+            default_base_url="http://127.0.0.1:25752/v1", open_server=True,
+            profile=mmsp_profiles.MMSP),
 )
 
 _registry.register(None, _SPECS)
-#: The MMSP server's client (spec 07, 08 D13) until its protocol package is built.
-_registry.register_pending("mmsp", Traits(
-    display_name="MMSP server", base_preflight=False, upstream_errors=True,
-    key_wins_over_default_headers=True,
-))
 
 
 def client_spec(client_type: str) -> ClientSpec:

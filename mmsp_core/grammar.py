@@ -201,6 +201,10 @@ class PassThrough:
 
     __slots__ = ("_client", "_grammar", "_state", "_stop")
 
+    #: ``StreamPipeline`` pushes every event whole: an event of several items, or a stop with
+    #: items, must reach the grammar as it came to be rejected (02 §12).
+    takes_whole_events: Final = True
+
     def __init__(self, *, client: str, clock: Callable[[], int]) -> None:
         self._client = client
         self._grammar = StreamGrammar(functools.partial(_malformed, client))

@@ -168,10 +168,17 @@ Behaviour: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
 
 
 def simulated_protocols() -> tuple[str, ...]:
-    """The wire protocols the simulator serves now: every registered protocol whose record has
-    a ``SimulatorDialect``, in registration order (the order the demo shows them)."""
+    """The providers' wire protocols the simulator serves now: every registered protocol whose
+    record has a ``SimulatorDialect``, in registration order (the order the demo shows them).
+
+    A gateway's protocol (``upstream_errors``: mmsp, whose every error is the gateway's own
+    ``UpstreamError``) is served too, so that its client is tested without a gateway, but it is
+    not a provider's and is not listed here.
+    """
     return tuple(
-        name for name, record in adapters.PROTOCOLS.items() if record.traits.dialect is not None
+        name
+        for name, record in adapters.PROTOCOLS.items()
+        if record.traits.dialect is not None and not record.traits.upstream_errors
     )
 
 
