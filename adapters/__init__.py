@@ -90,14 +90,16 @@ def resolve(
     name.
 
     A protocol name stands for its compatible client (09). A client type speaks the protocol
-    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64).
+    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64); so does a protocol
+    name that is also a client type when a ``model`` is given (``google-genai`` with an
+    embedding id speaks ``google-embedding``).
 
     Raises:
         RoutingError: ``source`` is neither a client type nor a protocol name.
         UnsupportedOperationError: the client type's protocol is not implemented here yet.
     """
     record = PROTOCOLS.get(source) if isinstance(source, str) else None
-    if record is not None:
+    if record is not None and (model is None or canonical_client_type(source) is None):
         client = canonical_client_type(record.compatible_client or record.name)
         if client is None:
             raise RoutingError("", source, detail="the protocol has no compatible client row")

@@ -22,6 +22,7 @@ __all__ = [
     "integer",
     "loads",
     "loads_object",
+    "numbers",
     "obj",
     "opt_array",
     "opt_integer",
@@ -114,3 +115,21 @@ def opt_integer(container: Mapping[str, Any], key: str) -> int | None:
     """``container[key]`` as an integer, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
     return None if value is None else _typed(key, int, value)
+
+
+def numbers(container: Mapping[str, Any], key: str) -> tuple[float, ...]:
+    """``container[key]``, which must be a JSON array of numbers, as floats (an embedding
+    vector). Raises ``BadField`` for anything else, or an integer too large for a float."""
+    values = _typed(key, list, container.get(key))
+    if all(type(value) is float for value in values):
+        return tuple(values)
+    try:
+        return tuple(_number(key, value) for value in values)
+    except OverflowError:
+        raise BadField(f"{key!r} holds an integer too large for a float") from None
+
+
+def _number(key: str, value: Any) -> float:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    raise BadField(f"{key!r} must be an array of numbers")

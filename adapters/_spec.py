@@ -226,6 +226,10 @@ def _identity(
     return list(items), finish_reason
 
 
+def _same_usage(usage: UsageMetadata) -> UsageMetadata:
+    return usage
+
+
 # --------------------------------------------------------------------------------------------
 # What the I/O layer, the simulator and the command line need
 # --------------------------------------------------------------------------------------------
@@ -264,6 +268,9 @@ class Turn:
     tools: tuple[tuple[str, Mapping[str, Any]], ...]
     #: The text of every tool result the request carries, in order.
     tool_results: tuple[str, ...]
+    #: The text of each input of an embedding request, one per message in order (its vectors
+    #: are the answer); empty for a generation request.
+    inputs: tuple[str, ...] = ()
 
 
 @final
@@ -288,6 +295,9 @@ class SimulatorDialect:
     tool_call_id_prefix: str
     #: Content type of the generation response.
     content_type: str = "text/event-stream"
+    #: The model id the demo asks for: one that reaches this protocol on its compatible client
+    #: (a protocol chosen by model class, 08 D64, needs an id of that class).
+    demo_model: str = "sim-model"
 
 
 @final
@@ -324,6 +334,9 @@ class WireProtocol:
     render: Render
     traits: Traits
     normalize: Normalize = _identity
+    #: What of a usage survives a render and decode round trip: all four counts, except on a
+    #: protocol whose wire carries fewer (an embedding endpoint reports only its input count).
+    normalize_usage: Callable[[UsageMetadata], UsageMetadata] = _same_usage
     #: Bytes to SSE events: an event-stream decoder, a one-JSON-body decoder, or a binary
     #: frame decoder.
     new_decoder: Callable[[], Decoder] = SSEDecoder

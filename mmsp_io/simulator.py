@@ -26,7 +26,7 @@ the script is empty, the default behaviour given to ``running`` answers. A behav
 ``Reply`` or a function ``(RecordedRequest) -> Reply``. The default default is
 ``demo_script``, which reads the request: tools offered and no tool result yet → thinking and a
 call to the first tool; a tool result in the request → a text answer quoting it; no tools → a
-text answer echoing the question.
+text answer echoing the question; an embedding request → one small vector per input.
 
 A ``Reply`` says *what* to send:
 
@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import hmac
 import http
 import json
@@ -72,6 +73,7 @@ import adapters
 from adapters._spec import SimulatorDialect
 from mmsp_core.model import (
     DoneItem,
+    EmbeddingDone,
     FinishReason,
     TextDone,
     ThinkingDone,
@@ -246,14 +248,21 @@ def _tool_arguments(schema: Mapping[str, Any], question: str) -> dict[str, Any]:
     return {}
 
 
+def _demo_vector(text: str) -> tuple[float, ...]:
+    """Eight values in [-1, 1) drawn from ``text``'s SHA-256: the same text, the same vector
+    (each exact in float32, so every embedding wire carries it unchanged)."""
+    return tuple((byte - 128) / 128 for byte in hashlib.sha256(text.encode()).digest()[:8])
+
+
 def demo_script(request: RecordedRequest) -> Reply:
     """Answer like a small tool-using model (see the module docstring).
 
     Tools offered and no tool result yet: thinking, then a call to the first tool whose first
     string parameter holds the question's last word (``"... in Paris?"`` → ``"Paris"``),
     finish ``tool_call``. A tool result in the request: a text answer quoting the last result.
-    No tools: thinking and a text answer repeating the question. The request is read by its
-    protocol's dialect (``read_turn``).
+    No tools: thinking and a text answer repeating the question. An embedding request (its
+    turn has ``inputs``): one eight-value vector per input, the same for the same text. The
+    request is read by its protocol's dialect (``read_turn``).
 
     Raises:
         ValueError: the request is not one to a model endpoint the simulator serves.
@@ -262,6 +271,9 @@ def demo_script(request: RecordedRequest) -> Reply:
         raise ValueError("demo_script answers requests to model endpoints only")
     dialect = _dialect(request.protocol)
     turn = dialect.read_turn(request.json)
+    if turn.inputs:
+        vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text)) for text in turn.inputs]
+        return Reply(items=vectors, usage=UsageMetadata(prompt_tokens=len(request.body) // 4))
     if turn.tool_results:
         items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]
         finish = FinishReason.STOP

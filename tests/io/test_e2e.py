@@ -35,6 +35,7 @@ from mmsp_core.model import (
     UniMessage,
     UsageMetadata,
 )
+from mmsp_core.sse import SSEDecoder
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import (
     AbortedError,
@@ -52,7 +53,12 @@ from mmsp_io.simulator import Reply, Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
 
-PROTOCOLS = list(simulated_protocols())
+#: Event-stream protocols: a one-body protocol (embeddings) streams no generation scenario
+#: (tests/io/test_e2e_embeddings.py runs those).
+PROTOCOLS = [
+    p for p in simulated_protocols()
+    if isinstance(adapters.PROTOCOLS[p].new_decoder(), SSEDecoder)
+]
 THOUGHT = "Let me think about Paris and the weather there."
 SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
     "ant-messages": (
