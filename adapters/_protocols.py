@@ -11,9 +11,12 @@ from __future__ import annotations
 from . import (
     _registry,
     anthropic_messages,
+    google_embedding,
     google_genai,
+    google_interactions,
     mmsp,
     openai_chat,
+    openai_embedding,
     openai_responses,
 )
 
@@ -21,7 +24,10 @@ for _package in (
     anthropic_messages,
     openai_chat,
     openai_responses,
+    openai_embedding,
     google_genai,
+    google_embedding,
+    google_interactions,
     mmsp,
 ):
     _registry.register(_package.PROTOCOL)
