@@ -45,8 +45,9 @@ next step begins (02 §4):
 (``completed`` -> ``stop``, ``requires_action`` -> ``tool_call``, ``incomplete`` ->
 ``length``, anything else -> ``unknown``) and its ``usage`` the counts (``usage.usage_from_wire``;
 a missing usage object is all ``None``). An ``error`` event with an ``error`` object raises
-``ProviderStreamError`` with its code, type (``status``) and message at its position (08 D4);
-usage arrives only with ``interaction.completed``, so none has arrived by then. An ``error``
+``ProviderStreamError`` with its code, type (``status``) and message at its position (08 D4),
+read by Google's shared ``google_genai.shapes.stream_error``; usage arrives only with
+``interaction.completed``, so none has arrived by then. An ``error``
 event without an error object (an SDK's reading of a gateway heartbeat) is unknown.
 ``interaction.created`` and ``interaction.status_update`` are skipped.
 """
