@@ -297,23 +297,45 @@ class TracePage:
                 "json": _link("/raw/", relative),
                 "txt": self._transcript(trace_id),
                 "size": info.st_size,
-                "modified": datetime.fromtimestamp(info.st_mtime, UTC).isoformat(),
+                "modified": _modified(info.st_mtime),
             }))
         entries.sort(key=lambda entry: entry[0], reverse=True)
         return {"traces": [entry for _, entry in entries], "truncated": truncated}
 
 
 def _trace_files(root: Path) -> Iterator[Path]:
-    """The visible ``.json`` files under ``root`` whose resolved path stays inside it."""
+    """The visible ``.json`` files under ``root`` whose resolved path stays inside it.
+
+    A name that is not UTF-8 is left out: no request path can name it.
+    """
     for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
+        subdirectories[:] = sorted(d for d in subdirectories if _listable(d))
         for name in sorted(files):
-            if name.startswith(".") or not name.endswith(".json"):
+            if not _listable(name) or not name.endswith(".json"):
                 continue
             path = Path(directory, name)
             with contextlib.suppress(OSError, RuntimeError):
                 if path.resolve().is_relative_to(root) and path.is_file():
                     yield path
+
+
+def _listable(name: str) -> bool:
+    """Whether a file name is visible (no leading ``.``) and UTF-8 (no escaped bytes)."""
+    if name.startswith("."):
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _modified(mtime: float) -> str | None:
+    """A modification time as ISO 8601 in UTC, or ``None`` for one no date can hold."""
+    try:
+        return datetime.fromtimestamp(mtime, UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _static(name: str) -> bytes:
@@ -344,7 +366,8 @@ def _link(prefix: str, relative: str) -> str:
 async def _respond_json(response: httpserver.Response, value: Any) -> None:
     """Answer 200 with ``value`` as JSON; a value JSON cannot carry (NaN) is answered 422."""
     try:
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+        # ASCII: a lone surrogate a trace's JSON may escape stays an escape, as it came.
+        body = json.dumps(value, allow_nan=False).encode()
     except ValueError:
         raise _Refusal(422, "The trace holds a number JSON cannot carry (NaN or infinity).") \
             from None
@@ -354,8 +377,7 @@ async def _respond_json(response: httpserver.Response, value: Any) -> None:
 
 async def _send_refusal(response: httpserver.Response, refusal: _Refusal) -> None:
     """Answer ``refusal`` as ``{"error": {"status", "message"}}``."""
-    body = json.dumps({"error": {"status": refusal.status, "message": refusal.message}},
-                      ensure_ascii=False).encode()
+    body = json.dumps({"error": {"status": refusal.status, "message": refusal.message}}).encode()
     headers = [("content-type", "application/json; charset=utf-8"), *_SECURITY_HEADERS]
     if refusal.status == 405:
         headers.append(("allow", "GET"))

@@ -61,7 +61,7 @@ async function showList() {
   }
   const rows = listing.traces.map((trace) => el("tr", {},
     el("td", {}, el("a", {class: "trace-link", href: "/trace/" + encodePath(trace.id)}, trace.id)),
-    el("td", {}, new Date(trace.modified).toLocaleString()),
+    el("td", {}, trace.modified ? new Date(trace.modified).toLocaleString() : ""),
     el("td", {class: "size"}, `${trace.size.toLocaleString()} B`),
     el("td", {}, el("a", {href: trace.json}, "JSON"),
       trace.txt ? " · " : null, trace.txt ? el("a", {href: trace.txt}, "text") : null),

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from tracesample import ANSWER, SAMPLE_ID, write_sample
 
+from mmsp_io import traces
 from mmsp_io.httpserver import HTTPServer
 from mmsp_io.traces import TracePage
 
@@ -119,6 +120,31 @@ async def test_a_transcript_that_leads_out_is_not_linked(
         shown = (await http.get(f"/api/trace/{quote(SAMPLE_ID)}")).json()
     assert listing["traces"][0]["txt"] is None
     assert shown["transcript"] is None
+
+
+async def test_a_name_that_is_not_utf8_is_left_out_of_the_list(
+    page: HTTPServer, root: Path
+) -> None:
+    (root / os.fsdecode(b"\xff.json")).write_text("{}")  # no URL can name it
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+    assert [t["id"] for t in listing["traces"]] == [SAMPLE_ID]
+
+
+def test_a_time_past_what_a_date_holds_is_no_time() -> None:
+    # tmpfs keeps such a modification time (ext4 clamps it), and the list must not fail on it.
+    assert traces._modified(1e18) is None
+    assert traces._modified(0) == "1970-01-01T00:00:00+00:00"
+
+
+async def test_a_lone_surrogate_in_a_trace_is_served_as_the_escape_it_was(
+    page: HTTPServer, root: Path
+) -> None:
+    (root / "odd.json").write_text('{"history": [], "note": "\\ud800 \u00e9"}')
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.get("/api/trace/odd")
+    assert answer.status_code == 200
+    assert b'"note": "\\ud800 \\u00e9"' in answer.content
 
 
 async def test_the_list_is_bounded(root: Path) -> None:
