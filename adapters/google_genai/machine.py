@@ -265,7 +265,8 @@ class GenAIMachine(TableMachine):
         ``empty``: it carries only its signature, so after an item of another kind with the
         same id it continues that item (02 §4 step 3).
         """
-        item_id = self._item if family == self._family else family
+        current = self._item if family == self._family else None
+        item_id = family if current is None else current
         continues = item_id == self._item and (
             (kind == self._kind and not whole)
             or (kind != self._kind and empty and signature is not None)

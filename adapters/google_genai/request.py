@@ -205,11 +205,9 @@ def _put(fields: JSON, key: str, value: Any) -> None:
 
 
 def _signed(part: JSON, fidelity: Mapping[str, Any] | None) -> JSON:
-    """``part`` with the item's signature as ``thoughtSignature`` (base64 text; bytes from
-    older histories are encoded first, 01 §5)."""
+    """``part`` with the item's signature as ``thoughtSignature`` (base64 text, 01 §5; the
+    preflight has refused fidelity that is not JSON, so raw bytes never reach here)."""
     signature = (fidelity or {}).get("signature")
-    if isinstance(signature, bytes):
-        signature = base64.b64encode(signature).decode("ascii")
     if isinstance(signature, str) and signature:
         part["thoughtSignature"] = signature
     return part

@@ -29,6 +29,7 @@ from mmsp_core.model import (
     InlineThinkingDone,
     TextDone,
     ThinkingDone,
+    ToolCallDelta,
     UniEvent,
     UsageMetadata,
 )
@@ -168,8 +169,8 @@ def test_function_call_arguments_are_python_style_json_text() -> None:
         SOURCE, chunk({"functionCall": {"name": "f", "args": {"a": 1, "b": "é"}}}, finish="STOP",
                       **usage(1, 1)), examples=5)
     assert error is None
-    deltas = [e.content_items[0] for e in events if e.content_items
-              and e.content_items[0].type == "tool_call.delta"]
+    deltas = [item for e in events for item in e.content_items
+              if isinstance(item, ToolCallDelta)]
     assert deltas[0].arguments == '{"a": 1, "b": "é"}'
     assert events[-1].finish_reason == FinishReason.TOOL_CALL
 
