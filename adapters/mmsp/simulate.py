@@ -20,12 +20,18 @@ from .render import error_event
 __all__ = ["DIALECT", "error_body", "read_turn"]
 
 #: HTTP status -> the ``type`` of the server's refusal (03 §3, 07 §3, §4).
-_REFUSALS: Final = {401: "AuthenticationError", 404: "NotFoundError"}
+_REFUSALS: Final = {
+    400: "InvalidRequestError",
+    401: "AuthenticationError",
+    404: "NotFoundError",
+    413: "InvalidRequestError",
+}
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    """The JSON body an MMSP server refuses a request with (07 §3, §4)."""
-    return {"error": {"type": _REFUSALS.get(status, "InvalidRequestError"), "message": message}}
+    """The JSON body an MMSP server refuses a request with (07 §3, §4); a status the server
+    never sends itself (a 5xx of a proxy in front of it) gets the type ``ServerError``."""
+    return {"error": {"type": _REFUSALS.get(status, "ServerError"), "message": message}}
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
