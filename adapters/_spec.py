@@ -298,6 +298,10 @@ class SimulatorDialect:
     #: The model id the demo asks for: one that reaches this protocol on its compatible client
     #: (a protocol chosen by model class, 08 D64, needs an id of that class).
     demo_model: str = "sim-model"
+    #: The keys this provider's model list adds to the one ``GET`` body the simulator sends at
+    #: its client types' listing path, from the ids listed (Google's ``models[].name``, 04 §5);
+    #: ``None``: the ``data[].id`` body already is its shape.
+    model_list: Callable[[Sequence[str]], Mapping[str, Any]] | None = None
 
 
 @final

@@ -207,18 +207,26 @@ def _route(method: str, path: str) -> str | None:
     return None
 
 
-def _model_list_key_headers(path: str) -> tuple[str, ...]:
-    """The key headers of every served client type that lists its models at ``path`` (spec
-    04 §5); empty when none does. Providers share a path (``/v1/models``), so it takes any of
-    their key headers."""
-    headers: dict[str, None] = {}
+def _listing_dialects(path: str) -> list[SimulatorDialect]:
+    """The dialects of every served client type that lists its models at ``path`` (spec
+    04 §5), in registry order; providers share a path (``/v1/models``)."""
+    dialects: list[SimulatorDialect] = []
     for spec in adapters.CLIENTS.values():
         record = adapters.PROTOCOLS.get(spec.protocol)
         dialect = record.traits.dialect if record is not None else None
-        if dialect is not None and adapters.join_url(
+        if dialect is not None and dialect not in dialects and adapters.join_url(
             dialect.base_path, spec.list_models_path
         ) == path:
-            headers.update(dict.fromkeys(dialect.key_headers))
+            dialects.append(dialect)
+    return dialects
+
+
+def _model_list_key_headers(path: str) -> tuple[str, ...]:
+    """The key headers of every client type that lists its models at ``path``; empty when
+    none does. Providers share a path, so it takes any of their key headers."""
+    headers: dict[str, None] = {}
+    for dialect in _listing_dialects(path):
+        headers.update(dict.fromkeys(dialect.key_headers))
     return tuple(headers)
 
 
@@ -426,7 +434,7 @@ class Simulator:
             if not self._authorised(request, key_headers):
                 reply = Reply(status=401, message=_NEUTRAL_BAD_KEY_MESSAGE)
                 return self._error(None, reply), Reply()
-            return self._models(), Reply()
+            return self._models(request.path), Reply()
         dialect = _dialect(protocol)
         if not self._authorised(request, dialect.key_headers):
             return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
@@ -471,9 +479,10 @@ class Simulator:
             headers.append(("retry-after", f"{reply.retry_after:g}"))
         return _Response(reply.status, headers, [json.dumps(document).encode()], False)
 
-    def _models(self) -> _Response:
-        # One body the ``data`` listing forms all read: the ids in ``data[].id`` and the paging
-        # keys (``has_more``, ``last_id``) of the paged form (spec 04 §5).
+    def _models(self, path: str) -> _Response:
+        # One body every listing form at ``path`` reads: the ids in ``data[].id``, the paging
+        # keys (``has_more``, ``last_id``) of the paged form, and what the dialects listing
+        # there add (Google's ``models[].name``; spec 04 §5).
         data = [
             {"id": m, "object": "model", "type": "model", "created": 0, "owned_by": "simulator"}
             for m in self.models
@@ -485,6 +494,9 @@ class Simulator:
             "first_id": self.models[0] if self.models else None,
             "last_id": self.models[-1] if self.models else None,
         }
+        for dialect in _listing_dialects(path):
+            if dialect.model_list is not None:
+                body.update(dialect.model_list(self.models))
         return _Response(
             200, [("content-type", "application/json")], [json.dumps(body).encode()], False
         )

@@ -65,4 +65,5 @@ DIALECT: Final = SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream",
+    model_list=shapes.model_list_body,
 )
