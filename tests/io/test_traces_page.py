@@ -20,7 +20,7 @@ import httpx
 import pytest
 from tracesample import ANSWER, SAMPLE_ID, write_sample
 
-from mmsp_io import traces
+from mmsp_io import cli, traces
 from mmsp_io.httpserver import HTTPServer
 from mmsp_io.traces import TracePage
 
@@ -267,11 +267,11 @@ async def test_the_cli_serves_the_page_until_interrupted(root: Path, anyio_backe
             process.wait()
 
 
-def test_the_cli_needs_a_directory() -> None:
-    result = subprocess.run([sys.executable, "-m", "mmsp_io", "traces"], capture_output=True,
-                            text=True, check=False)
-    assert result.returncode == 2
-    assert "--dir" in result.stderr
+def test_the_cli_needs_a_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["traces"])
+    assert exited.value.code == 2
+    assert "--dir" in capsys.readouterr().err
 
 
 # -- containment: 403 outside, 404 missing --------------------------------------------------------
