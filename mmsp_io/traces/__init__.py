@@ -27,8 +27,10 @@ Containment: every ``<id>`` and ``<file>`` is percent-decoded, joined to the dir
 the result ``Path.resolve()``-d (following every symbolic link) and kept only when it
 ``is_relative_to`` the resolved directory: an encoded ``..``, an absolute path, a link that
 leads out and a sibling directory whose name merely starts with the directory's (``cache-old``
-beside ``cache``) are all outside, answered 403. A path inside that names no regular file, or
-a hidden one (a name starting with ``.``, as the tracer's temporary files do), is answered 404.
+beside ``cache``) are all outside, answered 403. A path inside that names no regular file, a
+hidden one (a name starting with ``.``, as the tracer's temporary files do) or one that is
+neither ``.json`` nor ``.txt`` once resolved is answered 404; a path whose percent-decoding is
+not UTF-8 or holds a NUL is answered 400, and every method but ``GET`` 405.
 The file is opened without following a link in its last component and checked to be a regular
 file on the open descriptor, so a FIFO or a swapped-in link between the check and the read is
 refused, not waited on.
