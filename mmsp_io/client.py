@@ -288,7 +288,8 @@ class AutoLLMClient:
         RoutingError: no client type can be chosen, or a service-account key on
             google-official.
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
-        UnsupportedOperationError: a Bedrock endpoint or a Vertex AI key (08 D23).
+        UnsupportedOperationError: a Bedrock endpoint, or a Vertex AI endpoint or key on a
+            Gemini client (08 D23, D66).
         UnsupportedParameterError: ``parameter="base_url"`` for a base URL no request can go
             to: not http(s), no host or a malformed one, a port outside 1-65535 (08 D69;
             checked after the Bedrock and Vertex rules).
