@@ -6,7 +6,8 @@ Commands:
   it speaks (each registered one with a simulator dialect), runs a short agent loop through
   ``AutoLLMClient`` as the protocol's client, with a fake key: a question,
   a streamed answer with thinking and a tool call, the local tool's result sent back, the
-  final streamed answer. Needs no key and no network.
+  final streamed answer; on an embedding protocol the question's one ``embedding.delta`` and
+  ``embedding.done`` and the stop (an embedding call). Needs no key and no network.
 - ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key is
   ``--api-key``, else the provider's ``<P>_API_KEY`` variable under the client's key-safety
   rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
@@ -217,12 +218,13 @@ async def _demo(delay: float, printer: StreamPrinter) -> int:
         for protocol in simulator.simulated_protocols():
             spec, record, _ = adapters.resolve(protocol)
             base_url = sim.base_url(protocol)
+            model = record.traits.dialect.demo_model if record.traits.dialect else "sim-model"
             printer.line("")
             printer.line(
                 f"== {record.traits.display_name}: client {spec.client_type}, {base_url}"
             )
             async with AutoLLMClient(
-                "sim-model", api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
+                model, api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
     return 0
