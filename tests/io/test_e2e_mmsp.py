@@ -297,3 +297,54 @@ async def test_list_models(tmp_path: Path) -> None:
     ):
         assert await client.list_models() == ["gpt-fast", "claude-deep"]
     assert sim.requests[0].path == "/v1/models"
+
+
+# -- relaying: a server whose row is mmsp, pointing at another server (07 §2) -----------------
+
+
+def gateway_row(served: str, model: str, key: str, base_url: str, client_type: str) -> Any:
+    return {"server_model_id": served, "model_id": model, "api_key": key, "base_url": base_url,
+            "client_type": client_type}
+
+
+async def test_a_relaying_server_streams_what_the_provider_sent(tmp_path: Path) -> None:
+    server = pytest.importorskip("mmsp_io.server", reason="the MMSP server is not built yet")
+    reply = Reply(items=ITEMS[:2] + ITEMS[3:], usage=USAGE, finish_reason=FinishReason.TOOL_CALL)
+    async with Simulator.running(reply) as sim:
+        async with AutoLLMClient("sim-model", client_type="openai-responses",
+                                 api_key=sim.api_key, base_url=sim.base_url("openai-responses"),
+                                 max_retries=0) as direct_client:
+            direct, error = await collect(direct_client.streaming_response([QUESTION]))
+        assert error is None
+        first = server.Gateway({"models": [gateway_row(
+            "upstream", "sim-model", sim.api_key, sim.base_url("openai-responses"),
+            "openai-responses")], "api_keys": ["tok-first"]}, trace_dir=tmp_path / "first")
+        async with server.serve(first) as first_server:
+            relay = server.Gateway({"models": [gateway_row(
+                "relayed", "upstream", "tok-first", first_server.url + "/v1", PROTOCOL)],
+                "api_keys": ["tok-relay"]}, trace_dir=tmp_path / "relay")
+            async with (
+                server.serve(relay) as relay_server,
+                AutoLLMClient("relayed", client_type=PROTOCOL, api_key="tok-relay",
+                              base_url=relay_server.url + "/v1", timeouts=RELAXED) as client,
+            ):
+                # The unknown key crosses both servers to the provider's client, which is the
+                # one that ignores it (08 D57).
+                with pytest.warns(UserWarning, match="ignores the config key 'vendor_flag'"):
+                    relayed, error = await collect(client.streaming_response(
+                        [QUESTION], {"vendor_flag": 1}))
+                empty, refusal = await collect(client.streaming_response(
+                    [UniMessage("user", ())]))
+    assert error is None
+    assert [without_stamp(e) for e in relayed] == [without_stamp(e) for e in direct]
+    assert sim.requests[-1].json["model"] == "sim-model"
+    # An error crosses both servers: the relay reports the first server's report of it.
+    assert empty == [] and isinstance(refusal, UpstreamError)
+    assert (refusal.error_type, refusal.error["error_type"]) == (
+        "UpstreamError", "InvalidMessageError")
+    assert refusal.error["error"]["message_index"] == 0
+
+
+def without_stamp(event: UniEvent) -> tuple[Any, ...]:
+    """An event without its ``created_at``: each server's client stamps its own clock."""
+    return (event.event_type, event.content_items, event.usage_metadata, event.finish_reason)
