@@ -13,11 +13,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import adapters
 from mmsp_core import (
     InvalidMessageError,
+    MMSPError,
     UnsupportedContentError,
     UnsupportedOperationError,
     UnsupportedParameterError,
@@ -39,6 +43,7 @@ from mmsp_core.model import (
     UniConfig,
     UniMessage,
 )
+from mmsp_core.testing.strategies import configs, messages
 
 CLIENT = "google-official"
 MODEL = "gemini-3.8-flash"
@@ -472,3 +477,23 @@ def test_extra_body_is_merged_last() -> None:
                   "max_tokens": 9})
     assert body["generation_config"] == {"max_output_tokens": 9, "seed": 7}
     assert body["background"] is False
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=st.lists(messages(), min_size=1, max_size=4),
+    config=configs(),
+    model=st.sampled_from([MODEL, TTS, "gemini-3-pro-image", "gemini-9-flash"]),
+)
+def test_any_messages_and_config_give_a_request_or_an_mmsp_error(
+    history: list[UniMessage], config: UniConfig, model: str
+) -> None:
+    """08 D59: whatever the caller gives, only ``MMSPError`` leaves the builder, and what it
+    builds is a JSON body of typed steps. (Unknown config keys are left out: they only warn.)"""
+    try:
+        request = adapters.build_request(CLIENT, model, history, attrs.evolve(config, extra={}))
+    except MMSPError:
+        return
+    body = json.loads(request.body)
+    assert body["model"] == model
+    assert all(isinstance(step, dict) and "type" in step for step in body["input"])
