@@ -76,7 +76,17 @@ SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
         TextDone(text="I will look the weather up."),
         ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
     ),
+    "google-genai": (
+        ThinkingDone(thinking=THOUGHT, fidelity={"signature": "c2lnbmF0dXJl"}),
+        TextDone(text="I will look the weather up."),
+        ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
+    ),
 }
+#: Protocols whose stream has no terminal event and ends with the body (08 D56).
+NO_TERMINAL_EVENT = {"google-genai"}
+#: Events a protocol's body sends before its first content, where not one (a lifecycle
+#: event): generateContent's first chunk already carries content.
+EVENTS_BEFORE_CONTENT = {"google-genai": 0}
 USAGE = UsageMetadata(cached_tokens=3, prompt_tokens=20, thoughts_tokens=5, response_tokens=9)
 WEATHER = ToolSchema(
     name="get_weather",
@@ -185,8 +195,13 @@ async def test_the_public_stream_gives_back_the_scenario(
     assert len(traces(tmp_path)) == 2  # the .json and .txt of trace_id "e2e/turn"
     [request] = sim.requests
     assert request.protocol == protocol
-    assert request.json["model"] == "sim-model"
-    assert request.json["stream"] is True
+    if protocol == "google-genai":  # the model is in the path, streaming is ?alt=sse (04 §4)
+        assert (request.path, request.query) == (
+            "/v1/models/sim-model:streamGenerateContent", "alt=sse"
+        )
+    else:
+        assert request.json["model"] == "sim-model"
+        assert request.json["stream"] is True
     assert sim.disconnects == []
 
 
@@ -202,6 +217,9 @@ async def test_each_client_sends_its_key_in_its_own_header(protocol: str, tmp_pa
         assert carrying == ["authorization", "x-api-key"]
         assert request.header("x-api-key") == "sk-canary-e2e"
         assert request.header("anthropic-version")
+    elif protocol == "google-genai":  # never in the URL (08 D17)
+        assert carrying == ["x-goog-api-key"]
+        assert "sk-canary-e2e" not in request.query
     else:
         assert carrying == ["authorization"]
     if "authorization" in carrying:
@@ -223,6 +241,8 @@ async def test_a_stream_ends_at_its_terminal_event_on_a_connection_held_open(
     """08 D56: the whole body then a server that keeps the socket open (silent, or sending
     keep-alive comments): the last item and the stop come at once, and the client closes the
     connection instead of waiting for the idle timeout."""
+    if protocol in NO_TERMINAL_EVENT:
+        pytest.skip("generateContent has no terminal event: its stream ends with the body")
     reply = scenario(protocol, stall_at=len(body_of(protocol)), keepalive=keepalive)
     async with (
         Simulator.running(reply) as sim,
@@ -318,9 +338,12 @@ async def test_the_history_is_unchanged_by_a_failed_turn(protocol: str, tmp_path
 @pytest.mark.parametrize(
     ("status", "types"),
     [
-        (401, {"ant-messages": "authentication_error", "openai": "invalid_request_error"}),
-        (429, {"ant-messages": "rate_limit_error", "openai": "requests"}),
-        (500, {"ant-messages": "api_error", "openai": "server_error"}),
+        (401, {"ant-messages": "authentication_error", "openai": "invalid_request_error",
+               "google-genai": "UNAUTHENTICATED"}),
+        (429, {"ant-messages": "rate_limit_error", "openai": "requests",
+               "google-genai": "RESOURCE_EXHAUSTED"}),
+        (500, {"ant-messages": "api_error", "openai": "server_error",
+               "google-genai": "INTERNAL"}),
     ],
 )
 async def test_http_errors_carry_the_providers_error(
@@ -511,7 +534,8 @@ async def test_retries_before_the_first_event_then_success(protocol: str, tmp_pa
     async with Simulator.running(scenario(protocol)) as sim:
         sim.script.extend(
             [
-                scenario(protocol, error_after=1),  # an overload before any content
+                # an overload before any content
+                scenario(protocol, error_after=EVENTS_BEFORE_CONTENT.get(protocol, 1)),
                 Reply(status=500, retry_after=0),
                 Reply(status=429, retry_after=0),
             ]
