@@ -57,6 +57,38 @@ def test_bedrock_and_vertex_rows_are_refused_when_the_client_is_built(row: Suppo
     assert SOME_KEY not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("client_type", "base_url"),
+    [
+        ("google-genai", "https://aiplatform.googleapis.com"),
+        ("google-official", "https://aiplatform.googleapis.com/v1beta1"),
+        ("google-genai", "https://europe-west4-aiplatform.googleapis.com"),
+        ("google-genai", "HTTPS://AIPLATFORM.GOOGLEAPIS.COM:443"),
+    ],
+)
+def test_a_vertex_host_on_a_gemini_client_is_refused_before_the_base_url_rule(
+    client_type: str, base_url: str
+) -> None:
+    with pytest.raises(UnsupportedOperationError) as caught:
+        AutoLLMClient("gemini-3.8-flash", api_key=SOME_KEY, base_url=base_url,
+                      client_type=client_type)
+    assert caught.value.operation == "Vertex AI"
+
+
+@pytest.mark.parametrize(
+    ("client_type", "base_url"),
+    [
+        ("google-genai", "https://generativelanguage.googleapis.com"),
+        ("google-genai", "https://notaiplatform.googleapis.com"),
+        ("openai-chat", "https://aiplatform.googleapis.com/v1"),  # not a Gemini client
+    ],
+)
+def test_other_hosts_are_not_vertex(client_type: str, base_url: str) -> None:
+    client = AutoLLMClient("gemini-3.8-flash", api_key=SOME_KEY, base_url=base_url,
+                           client_type=client_type)
+    assert client.base_url == base_url
+
+
 def protocol_of(row: SupportedModel) -> str:
     """The wire protocol a row's calls speak: its client type routed for its model id (04 §2,
     ``text-embedding-*`` on openai-official), then the model's class (08 D64).
