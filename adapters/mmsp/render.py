@@ -57,7 +57,8 @@ DEFAULT_FRAGMENT_SIZE: Final = 4
 CREATED_AT: Final = 1_760_000_000_000
 #: The server's last event (07 §4).
 DONE: Final = b"data: [DONE]\n\n"
-#: The name errors of the protocol's own functions give as the client.
+#: The client named in the errors of ``render`` and ``normalize``: the protocol's name, as
+#: ``decode`` names a protocol source.
 _CLIENT: Final = "mmsp"
 
 _S = TypeVar("_S", str, bytes, tuple[float, ...])
