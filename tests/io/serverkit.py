@@ -17,14 +17,19 @@ from functools import partial
 from typing import Any
 
 import anyio
+import attrs
 import httpx
 import sniffio
 
 import adapters
+from mmsp_core.model import TextDone
+from mmsp_io import Timeouts
 from mmsp_io.server import ASGIApp, Gateway, serve
-from mmsp_io.simulator import Simulator
+from mmsp_io.simulator import Reply, Simulator
 
 FRONTS = ["h11", "asgi"]
+#: Long enough never to trip in a test unless the test means it to.
+RELAXED = Timeouts(connect=5, first_event=10, idle=10, total=None)
 TOKEN = "tok-server-0123456789"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 
@@ -34,14 +39,17 @@ def client_type_of(protocol: str) -> str:
     return adapters.resolve(protocol)[0].client_type
 
 
-def row(sim: Simulator, protocol: str, served: str | None = None) -> dict[str, str]:
-    """A configuration row serving ``sim-model`` of the simulator's ``protocol`` endpoint."""
+def row(
+    sim: Simulator, protocol: str, *, client_type: str | None = None, model: str = "sim-model"
+) -> dict[str, str]:
+    """A configuration row serving ``model`` of the simulator's ``protocol`` endpoint, named
+    like the protocol."""
     return {
-        "server_model_id": served or protocol,
-        "model_id": "sim-model",
+        "server_model_id": protocol,
+        "model_id": model,
         "api_key": sim.api_key,
         "base_url": sim.base_url(protocol),
-        "client_type": client_type_of(protocol),
+        "client_type": client_type or client_type_of(protocol),
     }
 
 
@@ -141,3 +149,69 @@ def without_stamps(document: Any) -> Any:
     if isinstance(document, list):
         return [without_stamps(v) for v in document]
     return document
+
+
+def _tool_call_with_bad_arguments() -> bytes:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+    ]
+    events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    return events + b"data: [DONE]\n\n"
+
+
+@attrs.frozen(kw_only=True)
+class ErrorCase:
+    """A request that ends with ``error_type``: what the simulator answers (``None``: the
+    request is refused before it is sent), and the row and body that provoke it."""
+
+    error_type: str
+    reply: Reply | None = None
+    messages: list[Any] | None = None
+    config: dict[str, Any] | None = None
+    protocol: str = "openai-chat"
+    client_type: str | None = None
+    model: str = "sim-model"
+
+    def row(self, sim: Simulator) -> dict[str, str]:
+        return row(sim, self.protocol, client_type=self.client_type, model=self.model)
+
+    def body(self) -> dict[str, Any]:
+        body = stream_body(self.protocol, config=self.config)
+        if self.messages is not None:
+            body["messages"] = self.messages
+        return body
+
+
+_HEAD = (TextDone(text="Some text first, then trouble."),)
+#: Each error class a request can end with (issue 11's list).
+ERROR_CASES: dict[str, ErrorCase] = {
+    "message": ErrorCase(error_type="InvalidMessageError",
+                         messages=[{"role": "user", "content_items": []}]),
+    # A value only the row's client refuses (07 §4's example): the caller's client sends it.
+    "config": ErrorCase(error_type="UnsupportedParameterError", config={"temperature": 0.5},
+                        protocol="openai-responses", client_type="openai-official",
+                        model="gpt-6"),
+    "content": ErrorCase(error_type="UnsupportedContentError", protocol="openai-embedding",
+                         messages=[{"role": "user", "content_items": [
+                             {"type": "image_url.done",
+                              "image_url": "https://example.invalid/a.png"}]}]),
+    "http": ErrorCase(error_type="ProviderHTTPError",
+                      reply=Reply(status=400, message="bad request, simulated")),
+    "stream": ErrorCase(error_type="ProviderStreamError",
+                        reply=Reply(items=_HEAD, fragment_size=4, error_after=5)),
+    "truncation": ErrorCase(error_type="IncompleteStreamError",
+                            reply=Reply(items=_HEAD, fragment_size=4, cut_after=200)),
+    "empty response": ErrorCase(error_type="EmptyResponseError", reply=Reply(items=[])),
+    "tool arguments": ErrorCase(error_type="ToolCallArgumentParseError",
+                                reply=Reply(body=_tool_call_with_bad_arguments())),
+    "timeout": ErrorCase(error_type="StreamTimeoutError",
+                         reply=Reply(stall_before_headers=True)),
+    "malformed event": ErrorCase(error_type="MalformedEventError",
+                                 reply=Reply(body=b"data: {\"choices\": 7}\n\n")),
+}
+#: The row clients' timeouts in the timeout case.
+SHORT_FIRST_EVENT = Timeouts(connect=5, first_event=0.3, idle=5)

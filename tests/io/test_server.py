@@ -18,7 +18,10 @@ import httpx
 import pytest
 from serverkit import (
     AUTH,
+    ERROR_CASES,
     FRONTS,
+    RELAXED,
+    SHORT_FIRST_EVENT,
     TOKEN,
     client_type_of,
     config,
@@ -32,14 +35,13 @@ from serverkit import (
 from mmsp_core.errors import MMSPError
 from mmsp_core.model import FinishReason, TextDone, ToolCallDone, UsageMetadata
 from mmsp_core.wire import to_wire
-from mmsp_io import AutoLLMClient, Timeouts
+from mmsp_io import AutoLLMClient
 from mmsp_io.server import Gateway
 from mmsp_io.simulator import Reply, Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
 
 PROTOCOLS = list(simulated_protocols())
-RELAXED = Timeouts(connect=5, first_event=10, idle=10, total=None)
 
 
 @pytest.fixture(params=FRONTS)
@@ -96,78 +98,42 @@ async def test_every_protocol_streams_through_the_server_as_it_does_directly(
     assert forwarded.json == direct_request.json  # the same provider request either way
 
 
-def _tool_call_with_bad_arguments() -> bytes:
-    chunks = [
-        {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-            {"index": 0, "id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}}]}}]},
-        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
-    ]
-    events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-    return events + b"data: [DONE]\n\n"
-
-
-_CHAT_HEAD = Reply(items=[TextDone(text="Some text first, then trouble.")], fragment_size=4)
-#: Each error class a request can end with, how the simulator provokes it, and the body.
-ERROR_CASES: dict[str, tuple[str, Reply | None, dict[str, Any]]] = {
-    "message": ("InvalidMessageError", None,
-                {"messages": [{"role": "user", "content_items": []}]}),
-    "config": ("UnsupportedParameterError", None, {"config": {"max_tokens": -1}}),
-    "content": ("UnsupportedContentError", None, {"messages": [{"role": "user", "content_items": [
-        {"type": "image_url.done", "image_url": "https://example.invalid/a.png"}]}]}),
-    "http": ("ProviderHTTPError", Reply(status=400, message="bad request, simulated"), {}),
-    "stream": ("ProviderStreamError", Reply(items=_CHAT_HEAD.items, fragment_size=4,
-                                            error_after=5), {}),
-    "truncation": ("IncompleteStreamError", Reply(items=_CHAT_HEAD.items, fragment_size=4,
-                                                  cut_after=200), {}),
-    "empty response": ("EmptyResponseError", Reply(items=[]), {}),
-    "tool arguments": ("ToolCallArgumentParseError",
-                       Reply(body=_tool_call_with_bad_arguments()), {}),
-    "timeout": ("StreamTimeoutError", Reply(stall_before_headers=True), {}),
-    "malformed event": ("MalformedEventError", Reply(body=b"data: {\"choices\": 7}\n\n"), {}),
-}
-
-
 @pytest.mark.parametrize("case", list(ERROR_CASES))
 async def test_every_error_class_is_one_event_under_status_200(
     case: str, front: str, tmp_path: Path
 ) -> None:
-    error_type, reply, changes = ERROR_CASES[case]
-    protocol = "openai-embedding" if case == "content" else "openai-chat"
-    body = {**stream_body(protocol), **changes}
-    timeouts = Timeouts(connect=5, first_event=0.3, idle=5) if case == "timeout" else RELAXED
+    spec = ERROR_CASES[case]
+    body = spec.body()
+    timeouts = SHORT_FIRST_EVENT if case == "timeout" else RELAXED
     async with Simulator.running() as sim:
-        if reply is not None:
-            sim.script.append(reply)
-        client = AutoLLMClient("sim-model", api_key=sim.api_key,
-                               base_url=sim.base_url(protocol), client_type=protocol,
-                               timeouts=timeouts, max_retries=0)
+        if spec.reply is not None:
+            sim.script.extend([spec.reply, spec.reply])
+        row = spec.row(sim)
+        client = AutoLLMClient(row["model_id"], api_key=sim.api_key, base_url=row["base_url"],
+                               client_type=row["client_type"], timeouts=timeouts, max_retries=0)
         async with client:
             with pytest.raises(MMSPError) as raised:
                 async with aclosing(client.streaming_response(body["messages"],
                                                               body.get("config"))) as events:
                     async for _ in events:
                         pass
-        if reply is not None:
-            sim.script.append(reply)
-        requests_before = len(sim.requests)
-        async with running(gateway(sim, [protocol], tmp_path, timeouts=timeouts), front) \
-                as origin, httpx.AsyncClient() as http:
+        gate = Gateway({"models": [row], "api_keys": [TOKEN]}, timeouts=timeouts,
+                       max_retries=0, trace_dir=tmp_path)
+        async with running(gate, front) as origin, httpx.AsyncClient() as http:
             response, events = await post_stream(http, origin, body)
-    assert type(raised.value).__name__ == error_type
+    assert type(raised.value).__name__ == spec.error_type
     assert response.status_code == 200
     assert events[-1] == "[DONE]"
     error = events[-2]
     assert list(error) == ["error"]
-    assert error["error"]["type"] == error_type
+    assert error["error"]["type"] == spec.error_type
     expected = json.loads(json.dumps(to_wire(raised.value)))
     if "request_id" in expected["error"]:  # the simulator numbers its requests
         assert error["error"].pop("request_id") != expected["error"].pop("request_id")
     assert error == expected
     assert all(isinstance(e, dict) and "event_type" in e for e in events[:-2])
-    if reply is None:  # refused before any provider request, and still under 200 (07 §4)
-        assert len(sim.requests) == requests_before == 0
+    if spec.reply is None:  # refused before any provider request, and still under 200 (07 §4)
+        assert sim.requests == []
 
 
 async def test_keep_alive_comments_while_no_event_is_ready(front: str, tmp_path: Path) -> None:
