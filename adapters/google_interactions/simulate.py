@@ -1,8 +1,9 @@
 """How the Gemini Interactions API speaks, for the provider simulator (08 D63).
 
 ``POST /v1/interactions`` at the origin (spec 04 §4), the key in ``x-goog-api-key`` only
-(08 D17), Google's error bodies (``google_genai.shapes``, shared with generateContent) and an
-``error`` event for an in-stream overload (08 D4).
+(08 D17), Google's error bodies and model list (``google_genai.shapes``, shared with
+generateContent: ``GET /v1/models`` gives ``models[].name``, 04 §5) and an ``error`` event for
+an in-stream overload (08 D4).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, Final
 
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
-from ..google_genai.shapes import error_body
+from ..google_genai.shapes import error_body, model_list_body
 
 __all__ = ["DIALECT", "read_turn"]
 
@@ -56,4 +57,5 @@ DIALECT: Final = SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream",
+    model_list=model_list_body,
 )
