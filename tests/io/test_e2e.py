@@ -81,6 +81,11 @@ SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
         TextDone(text="I will look the weather up."),
         ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
     ),
+    "google-interactions": (
+        ThinkingDone(thinking=THOUGHT, fidelity={"signature": "c2lnbmF0dXJl"}),
+        TextDone(text="I will look the weather up."),
+        ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
+    ),
 }
 #: Protocols whose stream has no terminal event and ends with the body (08 D56).
 NO_TERMINAL_EVENT = {"google-genai"}
@@ -102,6 +107,11 @@ RELAXED = Timeouts(connect=5, first_event=10, idle=10, total=None)
 @pytest.fixture(params=PROTOCOLS)
 def protocol(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def client_type_of(protocol: str) -> str:
+    """The client type a protocol's name stands for (google-interactions: google-official)."""
+    return adapters.PROTOCOLS[protocol].compatible_client or protocol
 
 
 def scenario(protocol: str, **delivery: Any) -> Reply:
@@ -133,7 +143,7 @@ def client_for(sim: Simulator, protocol: str, tmp_path: Path, **options: Any) ->
         "sim-model",
         api_key=options.pop("api_key", sim.api_key),
         base_url=sim.base_url(protocol),
-        client_type=protocol,
+        client_type=client_type_of(protocol),
         trace_dir=tmp_path / "traces",
         **options,
     )
@@ -217,7 +227,7 @@ async def test_each_client_sends_its_key_in_its_own_header(protocol: str, tmp_pa
         assert carrying == ["authorization", "x-api-key"]
         assert request.header("x-api-key") == "sk-canary-e2e"
         assert request.header("anthropic-version")
-    elif protocol == "google-genai":  # never in the URL (08 D17)
+    elif protocol in ("google-genai", "google-interactions"):  # never in the URL (08 D17)
         assert carrying == ["x-goog-api-key"]
         assert "sk-canary-e2e" not in request.query
     else:
@@ -339,11 +349,11 @@ async def test_the_history_is_unchanged_by_a_failed_turn(protocol: str, tmp_path
     ("status", "types"),
     [
         (401, {"ant-messages": "authentication_error", "openai": "invalid_request_error",
-               "google-genai": "UNAUTHENTICATED"}),
+               "google-genai": "UNAUTHENTICATED", "google-interactions": "UNAUTHENTICATED"}),
         (429, {"ant-messages": "rate_limit_error", "openai": "requests",
-               "google-genai": "RESOURCE_EXHAUSTED"}),
+               "google-genai": "RESOURCE_EXHAUSTED", "google-interactions": "RESOURCE_EXHAUSTED"}),
         (500, {"ant-messages": "api_error", "openai": "server_error",
-               "google-genai": "INTERNAL"}),
+               "google-genai": "INTERNAL", "google-interactions": "INTERNAL"}),
     ],
 )
 async def test_http_errors_carry_the_providers_error(
@@ -355,7 +365,7 @@ async def test_http_errors_carry_the_providers_error(
     assert events == []
     assert isinstance(error, ProviderHTTPError)
     assert error.status == status
-    assert error.client == protocol
+    assert error.client == client_type_of(protocol)
     assert error.error_type == types.get(protocol, types["openai"])
     assert error.provider_message == "simulated trouble"
     assert error.request_id == "req_sim_1"
@@ -387,7 +397,7 @@ async def test_connection_refused(protocol: str, tmp_path: Path) -> None:
         "sim-model",
         api_key="sk-sim",
         base_url=f"http://127.0.0.1:{port}" + ("/v1" if protocol.startswith("openai") else ""),
-        client_type=protocol,
+        client_type=client_type_of(protocol),
         max_retries=0,
     )
     async with client:
@@ -459,7 +469,7 @@ async def test_the_connect_timeout(protocol: str) -> None:
             "sim-model",
             api_key="sk-sim",
             base_url=f"http://127.0.0.1:{port}/v1",
-            client_type=protocol,
+            client_type=client_type_of(protocol),
             max_retries=0,
         )
         async with client:
