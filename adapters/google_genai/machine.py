@@ -194,7 +194,8 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
         return None
     if text is None and signature is None:
         if machine.strict:
-            raise UnknownEventError(machine.client, json.dumps(part), detail="an unknown part")
+            keys = ", ".join(list(part)[:8])
+            raise UnknownEventError(machine.client, f"part {{{keys}}}", detail="an unknown part")
         return None
     if not text and signature is None:
         return None

@@ -39,6 +39,7 @@ from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
     UnsupportedContentError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
 )
 from mmsp_core.model import (
@@ -149,8 +150,15 @@ def _config_fields(client: str, model: str, config: UniConfig) -> JSON:
 
     Raises:
         UnsupportedParameterError: see ``_check`` and, on a TTS model, ``_speech_config``.
+        UnsupportedOperationError: an embedding model, served by the ``google-embedding``
+            protocol (08 D64), not by generateContent.
     """
     mode = model_mode(model)
+    if mode is Mode.EMBEDDING:
+        raise UnsupportedOperationError(
+            client, "streaming",
+            detail=f"{model!r} is an embedding model of the google-embedding protocol",
+        )
     _check(client, config)
     generation: JSON = {}
     fields: JSON = {}
@@ -400,6 +408,7 @@ def check_config(client: str, profile: Any, model: str, config: UniConfig) -> No
 
     Raises:
         UnsupportedParameterError: a value generateContent cannot send (05 §4.4).
+        UnsupportedOperationError: an embedding model (``google-embedding``'s, 08 D64).
         RoutingError: the client row has no ``GenAIProfile``.
     """
     _genai_profile(client, profile, model)
@@ -414,7 +423,7 @@ def build_request(
     The config is mapped first, then the messages (02 §8).
 
     Raises:
-        UnsupportedParameterError: see ``check_config``.
+        UnsupportedParameterError, UnsupportedOperationError: see ``check_config``.
         RoutingError: the client row has no ``GenAIProfile``.
         InvalidMessageError: an item generateContent cannot carry (``item_type``), a tool
             result without its id, an image that is not a (well-formed) data URI, a message

@@ -18,6 +18,7 @@ from mmsp_core import (
     InvalidMessageError,
     RoutingError,
     UnsupportedContentError,
+    UnsupportedOperationError,
     UnsupportedParameterError,
 )
 from mmsp_core.model import (
@@ -108,6 +109,14 @@ def test_embedding_ids_take_no_thinking_level(level: str) -> None:
     # Modes first (05 §2.3): an embedding id never reaches the generation rows.
     assert model_mode("gemini-embedding-2") is Mode.EMBEDDING
     assert thinking_level_for("gemini-embedding-2", level) is None
+
+
+def test_embedding_ids_belong_to_the_embedding_protocol() -> None:
+    from adapters.google_genai.profiles import GEMINI_API
+    from adapters.google_genai.request import build_request
+
+    with pytest.raises(UnsupportedOperationError):
+        build_request(CLIENT, GEMINI_API, "gemini-embedding-2", HELLO, UniConfig())
 
 
 def test_tts_is_decided_before_the_generation_rows() -> None:
