@@ -120,12 +120,6 @@ def test_chat_without_a_key_says_which_variable_to_set() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_serve_is_not_offered_until_it_exists() -> None:
-    assert "serve" not in run("--help").stdout
-    result = run("serve")
-    assert result.returncode == 2
-    assert "invalid choice: 'serve'" in result.stderr
-
 
 @contextmanager
 def simulator_in_a_thread(reply: simulator.Reply, api_key: str) -> Iterator[simulator.Simulator]:
