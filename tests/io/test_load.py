@@ -90,7 +90,7 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
                     "sim-model",
                     api_key=sim.api_key,
                     base_url=sim.base_url(protocol),
-                    client_type=protocol,
+                    client_type=adapters.PROTOCOLS[protocol].compatible_client or protocol,
                     http_client=http,
                     timeouts=timeouts,
                     max_retries=0,
