@@ -22,6 +22,7 @@ __all__ = [
     "integer",
     "loads",
     "loads_object",
+    "nests_within",
     "numbers",
     "obj",
     "opt_array",
@@ -133,3 +134,24 @@ def _number(key: str, value: Any) -> float:
     if type(value) is float or type(value) is int:
         return float(value)
     raise BadField(f"{key!r} must be an array of numbers")
+
+
+def nests_within(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests at most ``limit`` objects and arrays deep.
+
+    The walk keeps its own stack, so no nesting exhausts Python's: a value the parser took may
+    still be too deep for the recursive code that reads it later (``redact_error``, ``repr``).
+    """
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is dict:
+            children: Any = node.values()
+        elif type(node) is list:
+            children = node
+        else:
+            continue
+        if depth == limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True

@@ -54,6 +54,8 @@ import attrs
 import httpx
 
 import adapters
+from adapters._json import nests_within
+from adapters._preflight import MAX_DEPTH
 from adapters.clients import (
     check_endpoint,
     client_spec,
@@ -231,14 +233,15 @@ def _upstream_http_error(
     client: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> UpstreamError:
     """A gateway's refusal as its own ``UpstreamError`` (spec 03 §5, 08 D13): the MMSP
-    server's ``{"error": {...}}`` object as it is, or a stand-in for a body without one."""
+    server's ``{"error": {...}}`` object as it is, or a stand-in for a body without one (or
+    with one nested too deeply for the key redaction to walk, 08 D61)."""
     text = body.decode("utf-8", "replace")
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to read (08 D59)
         document = None
     error = document.get("error") if isinstance(document, dict) else None
-    if not isinstance(error, dict):
+    if not isinstance(error, dict) or not nests_within(error, MAX_DEPTH):
         error = {"type": "HTTPError", "message": f"HTTP {status}: {text[:200]}"}
     error_type = error.get("type")
     return UpstreamError(client, status, error_type if isinstance(error_type, str) else None,

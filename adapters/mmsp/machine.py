@@ -31,7 +31,8 @@ from __future__ import annotations
 import enum
 from typing import Any, Final
 
-from adapters._json import BadField, loads_object
+from adapters._json import BadField, loads_object, nests_within
+from adapters._preflight import MAX_DEPTH
 from adapters._table import EMPTY, Handler, TableMachine
 from mmsp_core.errors import UpstreamError, WireFormatError
 from mmsp_core.model import UniEvent
@@ -68,12 +69,16 @@ def _error(machine: MMSPMachine, error: Any) -> UniEvent:
 
     Raises:
         UpstreamError: always; a bare string error is the object ``{"message": <it>}``.
-        BadField: ``error`` is neither an object nor a string.
+        BadField: ``error`` is neither an object nor a string, or nests deeper than
+            ``MAX_DEPTH`` (no error has such fields; what reads them later, such as the
+            redaction of keys, 08 D61, must not run out of stack).
     """
     if type(error) is str:
         error = {"message": error}
     elif type(error) is not dict:
         raise BadField("'error' must be an object")
+    elif not nests_within(error, MAX_DEPTH):
+        raise BadField(f"the error object nests deeper than {MAX_DEPTH} levels")
     status, error_type = error.get("status"), error.get("type")
     raise UpstreamError(
         machine.client,

@@ -256,6 +256,8 @@ MALFORMED = {
     "not-an-object": b"data: [1, 2]\n\n",
     "event-type-not-a-string": data({"event_type": 5}),
     "error-not-an-object": data({"error": [1]}),
+    "error-too-deep": data({"error": {"type": "X", "message": "m",
+                                      "detail": json.loads("[" * 300 + "]" * 300)}}),
     "role": event(TextDelta("a"), role="user"),
 }
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
+from httpfakes import mock_client
 
 import adapters
 from adapters.mmsp.render import DONE, error_event
@@ -191,6 +193,34 @@ async def test_an_open_server_gets_no_key(tmp_path: Path) -> None:
         await collect(client.streaming_response([QUESTION]))
     [request] = sim.requests  # refused by the simulator's key check, but sent without a key
     assert request.header("authorization") is None
+
+
+DEEP = "[" * 600 + "]" * 600
+LONG_KEY = "sk-mmsp-0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@pytest.mark.parametrize(("status", "expected"), [
+    (400, UpstreamError), (200, MalformedEventError)
+], ids=["http-refusal", "error-event"])
+async def test_an_error_object_nested_too_deeply_is_still_an_mmsp_error(
+    status: int, expected: type[MMSPError]
+) -> None:
+    # The key redaction (08 D61) walks an UpstreamError's object: nothing may exhaust the stack.
+    error = f'{{"error": {{"type": "X", "message": "m", "x": {DEEP}}}}}'
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if status != 200:
+            return httpx.Response(status, text=error, headers={"content-type": "application/json"})
+        return httpx.Response(200, content=f"data: {error}\n\n".encode() + DONE,
+                              headers={"content-type": "text/event-stream"})
+
+    async with AutoLLMClient("served", client_type=PROTOCOL, api_key=LONG_KEY,
+                             base_url="http://gateway.test/v1", max_retries=0,
+                             http_client=mock_client(server)) as client:
+        _, caught = await collect(client.streaming_response([QUESTION]))
+    assert isinstance(caught, expected)
+    if isinstance(caught, UpstreamError):  # a stand-in for the object, as for a non-JSON body
+        assert (caught.status, caught.error_type) == (400, "HTTPError")
 
 
 async def test_an_error_before_the_request_arrives_under_200(tmp_path: Path) -> None:
