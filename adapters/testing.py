@@ -10,10 +10,10 @@ its fixtures. For each recorded body (``check_recording``):
   every stream that ends without error passes ``assert_stream_grammar`` (``decode_every_way``);
 - the done items and the stop's usage and finish reason (or the error) are those of its
   expected file;
-- for an event-stream protocol (``record.new_decoder()`` is an ``SSEDecoder``) also with every
-  line ending turned into CRLF, cut after every event, and with a keep-alive comment and an
-  unknown event between every two events: the same outcome when not strict,
-  ``UnknownEventError`` when strict;
+- with every line ending turned into CRLF: the same outcome;
+- for an event-stream protocol (``record.new_decoder()`` is an ``SSEDecoder``) also cut after
+  every event, and with a keep-alive comment and an unknown event between every two events: the
+  same outcome when not strict, ``UnknownEventError`` when strict;
 - "only ``MMSPError``" (``check_only_mmsp_errors``): hypothesis puts arbitrary JSON values
   (``[]``, ``{}``, ``null``, booleans, huge numbers, strings, nesting up to 100,000 deep) at
   any path of the body's JSON documents; the outcome is events and either no error (the stream
@@ -28,7 +28,8 @@ thinking survives.
 
 A one-body protocol (embeddings: ``record.new_decoder()`` is not an ``SSEDecoder``) gets every
 check but the event-stream ones: its body is one JSON document, decoded whole, byte by byte and
-in chunkings, with hostile values at any path of that document.
+in chunkings, with CRLF line endings and with whitespace around it (JSON's own whitespace, so
+the same outcome), and with hostile values at any path of that document.
 
 Fixtures: ``fixtures`` is a directory or an iterable of body paths. In a directory the bodies
 are the files named ``<case>.sse`` or ``<case>.json`` (``<case>`` without a dot); a file with
@@ -319,10 +320,12 @@ def check_recording(
 
     events, error = decode_every_way(source, body, examples=examples, base_url=base_url)
     check_expected(events, error, expected)
-    if not _event_stream(source):
-        return
     whole = outcome(events, error)
     assert _comparable(source, [to_crlf(body)], base_url=base_url) == whole, "CRLF differs"
+    if not _event_stream(source):
+        padded = b" \r\n\t" + body + b"\n\n "
+        assert _comparable(source, [padded], base_url=base_url) == whole, "whitespace differs"
+        return
     assert _comparable(source, split_events(body), base_url=base_url) == whole
     noisy = inject(body, KEEP_ALIVE + UNKNOWN_EVENT)
     assert _comparable(source, [noisy], base_url=base_url) == whole, "unknown events changed it"
