@@ -384,6 +384,17 @@ def test_nothing_after_the_completed_event_counts() -> None:
     assert done_items(events) == [TextDone("x")]
 
 
+def test_the_live_wires_done_trailer_is_ignored() -> None:
+    """The live API frames events with ``event:`` lines and ends with ``event: done`` /
+    ``data: [DONE]``, which is not JSON: it comes after the terminal event (08 D56)."""
+    events = [*created(), *step(0, "model_output", text("hi")), completed()]
+    data = sse(*events, event_lines=True) + b"event: done\ndata: [DONE]\n\n"
+    for strict in (False, True):
+        result, error = decode(data, strict=strict)
+        assert error is None
+        assert done_items(result) == [TextDone("hi")]
+
+
 def test_only_thinking_is_an_empty_response() -> None:
     _, error = decode(body(step(0, "thought", summary("hmm"), signature("s"))))
     assert isinstance(error, EmptyResponseError)
