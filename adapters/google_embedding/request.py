@@ -10,10 +10,12 @@ Config conversion never runs for an embedding model (05 §2.3, §4.4): no key is
 only ``embedding_config.dimensions`` is read. Messages are walked with
 ``adapters._build.walk_messages`` (05 §5): a message's ``text.done`` items are ``text`` parts
 (empty text is left out), its images and inline data ``inlineData`` parts; a ``data:`` URI is
-decoded (``InvalidMessageError(item_type="image_url")`` when malformed), an http(s) URL, which
-the I/O layer fetches into a data URI first where the client row says so (08 D37), is sent as
-a ``fileData`` URI. Any other kind is ``InvalidMessageError(item_type)``, and a message with no
-part ``InvalidMessageError(message_index)``. Role ``user``, or ``model`` for an assistant
+decoded (``InvalidMessageError(item_type="image_url")`` when malformed). Gemini takes no
+arbitrary image URL, so the Google client rows have the I/O layer fetch http(s) images into data
+URIs first (08 D37), and one that still reaches the builder is
+``InvalidMessageError(item_type="image_url")``, as on generateContent. Any other kind is
+``InvalidMessageError(item_type)``, and a message with no part
+``InvalidMessageError(message_index)``. Role ``user``, or ``model`` for an assistant
 message. The profile is not read.
 """
 
@@ -26,6 +28,7 @@ from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import parse_data_uri
+from mmsp_core.errors import InvalidMessageError
 from mmsp_core.model import ImageUrlDone, InlineDataDone, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
 
@@ -59,7 +62,10 @@ def _image(context: MessageContext, item: Item) -> JSON:
     assert isinstance(item, ImageUrlDone)
     inline = parse_data_uri(context.client, item.image_url, context.index)
     if inline is None:
-        return {"fileData": {"fileUri": item.image_url}}
+        raise InvalidMessageError(
+            context.client, "image_url", context.index,
+            detail="Gemini takes images as inline data: fetch an http(s) image first",
+        )
     mime, data = inline
     return _inline(mime, data)
 
@@ -87,9 +93,9 @@ def build_request(
     carry no key.
 
     Raises:
-        InvalidMessageError: an item an embedding cannot take (``item_type``), a malformed
-            ``data:`` URI (``item_type="image_url"``), or a message with nothing to send
-            (``message_index``).
+        InvalidMessageError: an item an embedding cannot take (``item_type``), an image that
+            is not a well-formed ``data:`` URI (``item_type="image_url"``), or a message with
+            nothing to send (``message_index``).
     """
     dimensions = config.embedding_config.dimensions if config.embedding_config else None
     entries = []

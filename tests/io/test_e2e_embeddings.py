@@ -10,6 +10,7 @@ is one JSON body, and the caller sees the same grammar as a stream: one ``embedd
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -211,6 +212,30 @@ async def test_gemini_embeds_images_as_inline_data(anyio_backend: str) -> None:
     parts = sim.requests[0].json["requests"][0]["content"]["parts"]
     assert parts == [{"text": "a pixel"},
                      {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]
+
+
+@pytest.mark.parametrize("client_type", ["google-genai", "google-official"])
+async def test_gemini_embeds_an_http_image_fetched_as_inline_data(
+    client_type: str, anyio_backend: str
+) -> None:
+    """Gemini takes no arbitrary image URLs: the client fetches them first (08 D37)."""
+    png = b"\x89PNG\r\n\x1a\n-pixels"
+
+    def images(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=png, headers={"content-type": "image/png"})
+
+    url = "https://images.test/cat.png"
+    message = UniMessage("user", (TextDone("a cat"), ImageUrlDone(url)))
+    async with (
+        Simulator.running() as sim,
+        httpx.AsyncClient(mounts={"https://images.test": httpx.MockTransport(images)}) as http,
+        client_for(sim, (client_type, "gemini-embedding-2", "google-embedding"),
+                   http_client=http) as client,
+    ):
+        events, error = await collect(client.streaming_response([message], None))
+    assert error is None and len(vectors(events)) == 1
+    assert sim.requests[-1].json["requests"][0]["content"]["parts"][1] == {
+        "inlineData": {"mimeType": "image/png", "data": base64.b64encode(png).decode()}}
 
 
 async def test_the_openai_embedding_client_lists_models(anyio_backend: str) -> None:
