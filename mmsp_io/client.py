@@ -71,6 +71,7 @@ from mmsp_core.errors import (
     ApiKeyRequiredError,
     ConcurrentCallError,
     InvalidMessageError,
+    MalformedEventError,
     MMSPError,
     ProviderConnectionError,
     ProviderHTTPError,
@@ -467,7 +468,16 @@ class AutoLLMClient:
             user_message = prepared[-1]
 
             def record(assistant: UniMessage) -> None:
-                self._history.extend(copy.deepcopy([user_message, assistant]))
+                try:
+                    turn = copy.deepcopy([user_message, assistant])
+                except RecursionError:
+                    # A provider's value (tool-call arguments) nested too deeply to copy is
+                    # malformed, as the pipeline says of one too deep to finalize (08 D59).
+                    raise MalformedEventError(
+                        self._client_type, "(the assistant message)",
+                        detail="a value is nested too deeply to keep in the history",
+                    ) from None
+                self._history.extend(turn)
                 self._in_flight = None
 
             run = self._run(prepared, config, signal, timeouts, on_stop=record)

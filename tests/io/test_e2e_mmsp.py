@@ -223,6 +223,18 @@ async def test_an_error_object_nested_too_deeply_is_still_an_mmsp_error(
         assert (caught.status, caught.error_type) == (400, "HTTPError")
 
 
+async def test_a_stateful_answer_too_deep_to_keep_is_malformed(tmp_path: Path) -> None:
+    arguments = json.loads('{"a": ' + DEEP + "}")
+    call = ToolCallDone("get_weather", "call_1", arguments)
+    reply = Reply(items=[call], usage=USAGE, finish_reason=FinishReason.TOOL_CALL,
+                  fragment_size=1 << 12)
+    async with Simulator.running(reply) as sim, client_for(sim, tmp_path) as client:
+        events, error = await collect(client.streaming_response_stateful(QUESTION))
+        assert client.get_history() == []
+    assert events[-1].content_items == (call,)  # every event before the stop
+    assert isinstance(error, MalformedEventError)
+
+
 async def test_an_error_before_the_request_arrives_under_200(tmp_path: Path) -> None:
     refusal = InvalidMessageError("openai-chat", None, 0, detail="no content items")
     async with (
