@@ -159,6 +159,10 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
             call without a name.
         UnknownEventError: a part of an unknown kind, in strict mode.
     """
+    if len(part) == 1 and type(part.get("text")) is str:
+        # The common part, plain text: the same as the general path below, minus its reads.
+        text = part["text"]
+        return TextDelta(text, machine.place("text", _TEXT, None)) if text else None
     signature = opt_string(part, "thoughtSignature")
     thought = _flag(part, "thought")
     if "functionCall" in part:
