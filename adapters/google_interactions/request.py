@@ -32,8 +32,9 @@ and assembled per message by ``_steps``:
   thought, opens with ``{"type": "thought", "signature": SKIP_SIGNATURE}``, which Gemini
   accepts in place of a signature it cannot check.
 
-A speech model gets the last message only, text only (05 §5); with two speakers the text is a
-script whose first line starts with a ``Name:`` label (01 §3, 03 §2).
+A speech model gets the last message only, text only, as one step (05 §5); with two speakers
+the text is a script whose first line starts with a ``Name:`` label (01 §3, 03 §2), which a
+``gemini-3.8`` speech model takes split into one text block per turn (``_speech_steps``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from mmsp_core.model import (
 from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .._build import Converters, MessageContext, WalkedMessage, item_kind, walk_messages
-from .._convert import check_tool_choice_list, parse_data_uri
+from .._convert import check_tool_choice_list, model_key, parse_data_uri
 from ..google_genai.thinking import Mode, model_mode, thinking_level_for
 from .profiles import InteractionsProfile
 
@@ -93,6 +94,8 @@ _TOOL_CHOICES: Final[Mapping[str, str]] = {"auto": "auto", "none": "none", "requ
 
 #: A two-speaker script's first line starts with a speaker label (01 §3).
 _SCRIPT_LABEL: Final = re.compile(r"\s*[^\s:][^:\n]*:")
+#: The speech generation that takes a two-speaker script split into turns (05 §1).
+_SCRIPT_SPLIT_TOKEN: Final = "gemini-3.8"
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,41 +244,88 @@ def build_request(
     """
     config_body = _config_body(client, model, config)
     if model_mode(model) is Mode.TTS:
-        messages = _speech_input(client, messages, config)
-    converter = _Converter(client)
-    walked = walk_messages(
-        client, messages, converter.table, protocol_label="The Interactions API"
-    )
-    steps = [step for message in walked for step in _message_steps(client, message)]
+        steps = _speech_steps(client, model, messages, config)
+    else:
+        converter = _Converter(client)
+        walked = walk_messages(
+            client, messages, converter.table, protocol_label="The Interactions API"
+        )
+        steps = [step for message in walked for step in _message_steps(client, message)]
     body: dict[str, Any] = {"model": model, "input": steps, "stream": True, "store": False}
     body.update(config_body)
     return HTTPRequest("POST", PATH, HEADERS, encode_json_body(body))
 
 
-def _speech_input(
-    client: str, messages: Sequence[UniMessage], config: UniConfig
-) -> list[UniMessage]:
-    """The one message a speech model takes: the last, text only (05 §5).
+def _speech_steps(
+    client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+) -> list[dict[str, Any]]:
+    """The one step a speech model takes: the last message's text (05 §5).
+
+    With two speakers the text is a script whose first line starts with a ``Name:`` label
+    (01 §3, 03 §2). A model of the ``gemini-3.8`` speech generation reads a two-speaker script
+    as one text block per turn, each naming its speaker in ``speech_metadata`` (05 §1's "script
+    split"): a turn starts at a line that opens with one of the configured speakers' labels,
+    and the lines after it, up to the next such line, belong to it.
 
     Raises:
         UnsupportedContentError: an item of the last message that is not text.
-        InvalidMessageError: two speakers and a script whose first line has no ``Name:``
-            label (``item_type="text"``, 03 §2).
+        InvalidMessageError: no text to speak (``message_index``); two speakers and a script
+            whose first line has no ``Name:`` label, or on a splitting model none of the
+            speakers' labels (``item_type="text"``).
     """
     index = len(messages) - 1
     last = messages[index]
+    texts = []
     for item in last.content_items:
         if not isinstance(item, TextDone):
             raise UnsupportedContentError(
                 client, item_kind(item), detail="a speech model takes text only"
             )
-    script = "".join(item.text for item in last.content_items if isinstance(item, TextDone))
-    if len(config.tts_config or ()) == 2 and not _SCRIPT_LABEL.match(script):
-        raise InvalidMessageError(
-            client, "text", index,
-            detail="a two-speaker script starts with a 'Name:' label on each turn",
-        )
-    return [last]
+        if item.text:
+            texts.append(item.text)
+    if not texts:
+        raise InvalidMessageError(client, None, index, detail="nothing to send: no text to speak")
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
+    speakers = config.tts_config or ()
+    if len(speakers) == 2:
+        script = "".join(texts)
+        if not _SCRIPT_LABEL.match(script):
+            raise InvalidMessageError(
+                client, "text", index,
+                detail="a two-speaker script starts with a 'Name:' label on each turn",
+            )
+        if _SCRIPT_SPLIT_TOKEN in model_key(model):
+            names = [speaker.speaker or "" for speaker in speakers]
+            blocks = _script_turns(client, index, script, names)
+    step_type = "model_output" if last.role == "assistant" else "user_input"
+    return [{"type": step_type, "content": blocks}]
+
+
+def _script_turns(
+    client: str, index: int, script: str, names: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One text block per turn of a two-speaker script (``_speech_steps``).
+
+    Raises:
+        InvalidMessageError: the first line opens with neither speaker's label.
+    """
+    turns: list[tuple[str, list[str]]] = []
+    for line in script.splitlines():
+        head, colon, rest = line.partition(":")
+        if colon and head.strip() in names:
+            turns.append((head.strip(), [rest.strip()]))
+        elif turns:
+            turns[-1][1].append(line)
+        else:
+            raise InvalidMessageError(
+                client, "text", index,
+                detail=f"the script's first line must start with one of {list(names)} and ':'",
+            )
+    return [
+        {"type": "text", "text": text, "speech_metadata": {"speaker": speaker}}
+        for speaker, lines in turns
+        if (text := "\n".join(lines).strip())
+    ]
 
 
 # --------------------------------------------------------------------------------------------

@@ -315,6 +315,46 @@ def test_a_speech_model_gets_the_last_message_text_only() -> None:
     assert caught.value.item_type == "image_url"
 
 
+TWO = UniConfig(tts_config=(SpeakerConfig("Puck", "Ann"), SpeakerConfig("Kore", "Bob")))
+SCRIPT = user(TextDone("Ann: Hi Bob!\nHow are you?\n\n"), TextDone("Bob: Fine: thanks."))
+
+
+@pytest.mark.parametrize("model", ["gemini-3.8-flash-tts", "gemini-3.8-flash-lite-tts"])
+def test_a_gemini_3_8_speech_model_takes_a_two_speaker_script_split_into_turns(
+    model: str,
+) -> None:
+    """05 §1: ``gemini-3.8`` + TTS + two speakers -> script split, one text per turn."""
+    assert build(TWO, messages=[SCRIPT], model=model)["input"] == [
+        {"type": "user_input", "content": [
+            {"type": "text", "text": "Hi Bob!\nHow are you?",
+             "speech_metadata": {"speaker": "Ann"}},
+            {"type": "text", "text": "Fine: thanks.", "speech_metadata": {"speaker": "Bob"}},
+        ]},
+    ]
+
+
+def test_other_speech_models_and_one_voice_keep_the_script_whole() -> None:
+    whole = [{"type": "text", "text": "Ann: Hi Bob!\nHow are you?\n\n"},
+             {"type": "text", "text": "Bob: Fine: thanks."}]
+    assert build(TWO, messages=[SCRIPT], model="gemini-3.1-flash-tts-preview")["input"] == [
+        {"type": "user_input", "content": whole},
+    ]
+    one = UniConfig(tts_config=(SpeakerConfig("Puck", "Ann"),))
+    assert build(one, messages=[SCRIPT], model=TTS)["input"][0]["content"] == whole
+
+
+def test_a_split_script_must_open_with_a_speakers_label() -> None:
+    with pytest.raises(InvalidMessageError) as caught:
+        build(TWO, messages=[user(TextDone("Narrator: once upon a time"))], model=TTS)
+    assert (caught.value.item_type, caught.value.message_index) == ("text", 0)
+
+
+def test_a_speech_request_needs_text() -> None:
+    with pytest.raises(InvalidMessageError) as caught:
+        build(messages=[HELLO, user(TextDone(""))], model=TTS)
+    assert caught.value.message_index == 1
+
+
 def test_a_two_speaker_script_needs_a_label() -> None:
     two = UniConfig(tts_config=(SpeakerConfig("Puck", "Ann"), SpeakerConfig("Kore", "Bob")))
     with pytest.raises(InvalidMessageError) as caught:
