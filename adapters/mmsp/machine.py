@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from adapters._json import BadField, loads_object, nests_within
 from adapters._preflight import MAX_DEPTH
-from adapters._table import EMPTY, Handler, TableMachine
+from adapters._table import EMPTY, Handler, TableMachine, skip
 from mmsp_core.errors import UpstreamError, WireFormatError
 from mmsp_core.model import UniEvent
 from mmsp_core.sse import SSEEvent
@@ -88,15 +88,11 @@ def _error(machine: MMSPMachine, error: Any) -> UniEvent:
     )
 
 
-def _done(machine: MMSPMachine, data: None) -> UniEvent:
-    return EMPTY
-
-
 _TRANSITIONS: Final[dict[tuple[_State, str], tuple[Handler, _State]]] = {
     (_State.STREAMING, "delta"): (_public, _State.STREAMING),
     (_State.STREAMING, "stop"): (_public, _State.STREAMING),
     (_State.STREAMING, "error"): (_error, _State.STREAMING),
-    (_State.STREAMING, _DONE): (_done, _State.DONE),
+    (_State.STREAMING, _DONE): (skip, _State.DONE),
 }
 
 
