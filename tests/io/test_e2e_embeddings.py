@@ -32,6 +32,7 @@ from mmsp_core.model import (
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import (
     AutoLLMClient,
+    IncompleteStreamError,
     MalformedEventError,
     MMSPError,
     ProviderHTTPError,
@@ -180,15 +181,24 @@ async def test_an_overload_without_retries_is_a_provider_stream_error(
     assert error.retryable
 
 
-async def test_a_body_cut_short_says_so(way: tuple[str, str, str]) -> None:
-    """A cut body ends the input (08 D19); what arrived of one JSON body is not JSON, so the
-    answer is malformed, chained from the transport failure that cut it."""
+async def test_a_body_cut_short_is_incomplete(way: tuple[str, str, str]) -> None:
+    """A cut body is an incomplete answer chained from the transport failure (08 D19), though
+    what arrived of one JSON body is not JSON."""
     reply = Reply(items=[EmbeddingDone(v) for v in VECTORS], usage=USAGE, cut_after=20)
     async with Simulator.running(reply) as sim, client_for(sim, way) as client:
         events, error = await collect(client.streaming_response(MESSAGES, None))
     assert events == []
-    assert isinstance(error, MalformedEventError)
+    assert isinstance(error, IncompleteStreamError)
+    assert error.missing == ("usage_metadata", "finish_reason")
     assert isinstance(error.__cause__, httpx.TransportError)
+
+
+async def test_a_whole_body_that_is_not_an_answer_is_malformed(anyio_backend: str) -> None:
+    reply = Reply(body=b'{"data": "not a list"}', content_type="application/json")
+    async with Simulator.running(reply) as sim, client_for(sim, WAYS[0]) as client:
+        events, error = await collect(client.streaming_response(MESSAGES, None))
+    assert events == []
+    assert isinstance(error, MalformedEventError)
 
 
 async def test_content_the_endpoint_cannot_embed_is_refused_before_any_request(
