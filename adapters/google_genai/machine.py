@@ -25,21 +25,19 @@ A chunk handler reads, in order:
 A chunk with finish or usage is a ``stop`` event (its items stay on it); any other chunk a
 ``delta`` event, empty for a gateway heartbeat.
 
-=========================================  ===========================================
-part                                       fragment (item id)
-=========================================  ===========================================
-``functionCall`` (whole: one fragment)     ``tool_call`` name, ``id`` or the name, the
-                                           ``args`` as JSON text (``"function_call"``)
-``thought: true`` with ``inlineData``      ``inline_thinking`` (``"thought"``)
-``inlineData``                             ``inline_data`` (``"inline_data"``, other
-                                           than images ``"inline_data:<mime>"``)
-``thought: true`` with ``text``            ``thinking`` (``"thought"``)
-``text``                                   ``text`` (``"text"``)
-``executableCode``, ``codeExecutionResult``,  nothing: server-tool parts are known and
-``toolCall``, ``toolResponse``             skipped in both modes, their signature dropped
-                                           (08 D51, D66)
-anything else                              nothing; ``UnknownEventError`` in strict mode
-=========================================  ===========================================
+Parts, and the fragment each becomes (item id in brackets):
+
+* ``functionCall``: a whole ``tool_call`` in one fragment: the name, the ``id`` or else the
+  name, the ``args`` as JSON text (``"function_call"``);
+* ``thought: true`` with ``inlineData``: ``inline_thinking`` (``"thought"``);
+* ``inlineData``: ``inline_data`` (``"inline_data"`` for images, else
+  ``"inline_data:<mime>"``);
+* ``thought: true`` with ``text``: ``thinking`` (``"thought"``);
+* ``text``: ``text`` (``"text"``);
+* ``executableCode``, ``codeExecutionResult``, ``toolCall``, ``toolResponse``: nothing;
+  server-tool parts are known and skipped in both modes, their signature dropped (08 D51,
+  D66);
+* anything else: nothing, or ``UnknownEventError`` in strict mode.
 
 An empty text or inline part without a signature is nothing (responses end with an empty
 text part, which may carry the signature). A function call without a name is malformed
