@@ -14,7 +14,7 @@ A chunk handler reads, in order:
 2. ``usageMetadata`` (``usage.read_usage``): cumulative, so the stop merge replaces it
    (08 D7); Vertex's object without counts is nothing;
 3. only ``candidates[0]``: each part of ``content.parts`` becomes at most one fragment
-   (table below), then its ``finishReason``: ``STOP`` -> ``stop``, ``MAX_TOKENS`` ->
+   (list below), then its ``finishReason``: ``STOP`` -> ``stop``, ``MAX_TOKENS`` ->
    ``length``, anything else (``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL``, ...)
    -> ``unknown``; ``stop`` becomes ``tool_call`` once any function call was seen, in this
    chunk or an earlier one (Gemini says ``STOP`` for tool turns);
@@ -150,7 +150,7 @@ def _on_chunk(machine: GenAIMachine, chunk: dict[str, Any]) -> UniEvent:
 
 
 def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
-    """The fragment of one part (module docstring table), or ``None`` for nothing.
+    """The fragment of one part (module docstring list), or ``None`` for nothing.
 
     Raises:
         BadField: a field of the wrong JSON type, bytes that are not base64, or a function
