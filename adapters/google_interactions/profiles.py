@@ -20,7 +20,7 @@ __all__ = ["OFFICIAL", "InteractionsProfile"]
 class InteractionsProfile:
     """What a client of the Interactions protocol may change."""
 
-    #: The vendor as the error details name it.
+    #: The vendor as the error details name it ("Gemini takes no temperature here").
     vendor: str
 
 

@@ -162,7 +162,9 @@ def _check_model(client: str, model: str) -> Mode:
     return mode
 
 
-def _config_body(client: str, model: str, config: UniConfig) -> dict[str, Any]:
+def _config_body(
+    client: str, profile: InteractionsProfile, model: str, config: UniConfig
+) -> dict[str, Any]:
     """Return the body keys that come from ``config`` (05 §4.4), in body order.
 
     Raises:
@@ -172,7 +174,8 @@ def _config_body(client: str, model: str, config: UniConfig) -> dict[str, Any]:
             a ``tts_config`` a speech model cannot take.
     """
     if config.temperature is not None:
-        raise UnsupportedParameterError(client, "temperature", detail="Gemini takes none here")
+        detail = f"{profile.vendor} takes no temperature here"
+        raise UnsupportedParameterError(client, "temperature", detail=detail)
     mode = _check_model(client, model)
     check_tool_choice_list(client, config)
     if config.prompt_caching not in (None, PromptCaching.ENABLE):
@@ -222,7 +225,7 @@ def check_config(
         UnsupportedOperationError: an embedding model.
         UnsupportedParameterError: a value Gemini cannot take (05 §4.4).
     """
-    _config_body(client, model, config)
+    _config_body(client, profile, model, config)
 
 
 def build_request(
@@ -242,7 +245,7 @@ def build_request(
             ``tool_call_id``, a malformed data URI, a two-speaker script without a label.
         UnsupportedContentError: anything but text in the last message for a speech model.
     """
-    config_body = _config_body(client, model, config)
+    config_body = _config_body(client, profile, model, config)
     if model_mode(model) is Mode.TTS:
         steps = _speech_steps(client, model, messages, config)
     else:
