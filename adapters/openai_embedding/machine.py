@@ -71,7 +71,7 @@ class EmbeddingMachine(TableMachine):
     """Read an OpenAI embeddings answer (module docstring); subclasses read other answers of
     the same shape by overriding ``read_body`` and ``read_error``."""
 
-    __slots__ = ("text",)
+    __slots__ = ()
 
     INITIAL: ClassVar = _State.BODY
     TERMINAL: ClassVar = frozenset({_State.DONE})
@@ -83,9 +83,8 @@ class EmbeddingMachine(TableMachine):
     def __init__(
         self, client: str, profile: Any, *, strict: bool, base_url: str | None = None
     ) -> None:
+        """The kernel's arguments; ``base_url`` is taken and unused, as ``NewMachine`` says."""
         super().__init__(client, profile, strict=strict)
-        #: The answer's text, for an error that is not an object.
-        self.text = ""
 
     def classify(self, sse: SSEEvent) -> tuple[str, Any]:
         """Name the answer ``"error"`` when it holds a non-null ``error``, else ``"body"``.
@@ -93,7 +92,6 @@ class EmbeddingMachine(TableMachine):
         Raises:
             BadField: the answer is not one JSON object.
         """
-        self.text = sse.data
         body = loads_object(sse.data)
         return ("body" if body.get("error") is None else "error"), body
 
@@ -102,11 +100,11 @@ class EmbeddingMachine(TableMachine):
 
         OpenAI's error object has ``code``, ``type`` and ``message``. The provider said the
         call failed, so odd field types never turn this into a ``MalformedEventError``: a
-        field of another type is left out, and an error that is not an object is passed on
-        as the answer's text.
+        field of another type is left out, and an error that is a string is the message.
         """
         if type(error) is not dict:
-            return ProviderStreamError(self.client, provider_message=self.text)
+            message = error if type(error) is str else None
+            return ProviderStreamError(self.client, provider_message=message)
         code = error.get("code")
         error_type = error.get("type")
         message = error.get("message")

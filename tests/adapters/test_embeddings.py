@@ -207,7 +207,7 @@ def test_an_error_object_in_the_answer_is_a_provider_stream_error() -> None:  # 
     assert error.retryable
     _, error = decode(OPENAI, {"error": "plain text"})
     assert isinstance(error, ProviderStreamError)
-    assert error.provider_message == '{"error": "plain text"}'
+    assert error.provider_message == "plain text"
 
 
 def test_the_body_size_is_bounded() -> None:
