@@ -49,7 +49,8 @@ _IMPORT_MMSP_IO: Final = (
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (``--help``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0]
+        prog="python -m benchmarks",
+        description="The streaming benchmark in one command (benchmarks/README.md).",
     )
     parser.add_argument("--quick", action="store_true",
                         help="a reduced matrix that runs in under two minutes")
@@ -69,8 +70,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--peer-python", default=sys.executable,
                         help="the interpreter of the peers (a venv with the bench extra)")
     parser.add_argument("--streams", type=int, help="concurrent streams through one client "
-                        f"(default {FULL_STREAMS}, for every protocol; quick: {QUICK_STREAMS}, "
-                        "for the first protocol; 0: skip)")
+                        f"(default {FULL_STREAMS}; quick: {QUICK_STREAMS}; 0: skip)")
+    parser.add_argument("--stream-protocols", nargs="+",
+                        help="the protocols of the concurrent run (default: the first measured)")
     parser.add_argument("--stream-n", type=int, default=100,
                         help="text deltas of each concurrent stream")
     parser.add_argument("--import-samples", type=int, default=7,
@@ -176,10 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mmsp-bench-") as tmp:
         ns = sorted(set(args.n))
         built, skipped = bodies.build(Path(tmp), ns, args.shapes, args.protocols)
-        stream_bodies = []
-        if args.streams:
-            extra, _ = bodies.build(Path(tmp), [args.stream_n], ["text"], args.protocols)
-            stream_bodies = extra if not args.quick else extra[:1]
+        stream_bodies: list[bodies.Body] = []
+        if args.streams and built:
+            chosen = args.stream_protocols or [built[0].protocol]
+            stream_bodies, _ = bodies.build(Path(tmp), [args.stream_n], ["text"], chosen)
         _log(f"{len(built)} bodies built; {len(skipped)} skipped")
         with server.running(Path(tmp)) as origin:
             for body in built:
