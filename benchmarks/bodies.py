@@ -31,7 +31,8 @@ SHAPES: Final = ("text", "tool")
 CHUNKINGS: Final = ("event", "packed")
 #: The arguments document of the tool call without its payload: ``{"blob":""}``.
 _ARGUMENTS_FRAME: Final = len('{"blob":""}')
-_TAIL: Final = 64
+#: How many of a body's last bytes the floor compares.
+TAIL: Final = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +203,7 @@ def _save(directory: Path, protocol: str, shape: str, n: int, body: bytes) -> Bo
     lines = data_lines(body)
     return Body(
         id=ident, protocol=protocol, shape=shape, n=n, path=str(path), length=len(body),
-        tail=body[-_TAIL:].hex(), data_lines=len(lines),
+        tail=body[-TAIL:].hex(), data_lines=len(lines),
         last_data=lines[-1].decode() if lines else "",
     )
 

@@ -1,24 +1,24 @@
 """The consumers the benchmark times, each run in a fresh process of its own.
 
-Theory of operation: ``python -P -m benchmarks.consumers CONSUMER URL BODY_JSON RUNS`` opens
-what the consumer needs once (an ``httpx.AsyncClient``, an ``AutoLLMClient``, an SDK client),
-streams the body once as a warm-up and then ``RUNS`` times, and prints one JSON line: for each
-timed run the process CPU time (``time.process_time``: user and system, every thread) and wall
-time from before the request to after the last event, and the time to the first content;
-the process's peak RSS; where the library measured was imported from; and ``error``, set when
-a run failed or consumed the wrong thing. After every run (outside the timed part) the
-consumer's count and last event are checked (``verify``): the floor must read the body's
-length and its last bytes, ``aiter_lines`` its ``data:`` lines and the last of them, every
-other consumer exactly N non-empty content deltas and a stop last. The process exits 1 on
-an error.
+Theory of operation: ``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_JSON CHUNKING
+RUNS`` opens what the consumer needs once (an ``httpx.AsyncClient``, an ``AutoLLMClient``, an
+SDK client), streams the body once as a warm-up and then ``RUNS`` times, and prints one JSON
+line: for each timed run the process CPU time (``time.process_time``: user and system, every
+thread) and wall time from before the request to after the last event, and the time to the
+first content; the process's peak RSS; where the library measured was imported from; and
+``error``, set when a run failed or consumed the wrong thing. After every run (outside the
+timed part) the consumer's count and last event are checked (``verify``): the floor must read
+the body's length and its last bytes, ``aiter_lines`` its ``data:`` lines and the last of them,
+every other consumer exactly N non-empty content deltas and a stop last. The process exits 1
+on an error.
 
 ``memory`` runs no HTTP: the pure pipeline over the body in memory in 64 KiB chunks, and
 ``json.loads`` over the same ``data:`` lines, timed alternately. ``concurrent-asyncio`` and
-``concurrent-trio`` run ``RUNS`` streams at once through one ``AutoLLMClient`` (its own
-pool) after one warm-up stream, as one timed pass.
+``concurrent-trio`` run ``RUNS`` streams at once (there ``RUNS`` counts streams) through one
+``AutoLLMClient`` and its own pool after one warm-up stream, as one timed pass.
 
-The peers (``mmsp-0.5.6``, ``openai-sdk``, ``anthropic-sdk``) import only the standard library
-and their own package, so they run under another interpreter too (``--peer-python``).
+The peers (``mmsp-0.5.6``, ``openai-sdk``, ``anthropic-sdk``) import only the standard library,
+``anyio`` and their own package, so they run under another interpreter too (``--peer-python``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ REQUEST: Final = {
     "messages": [{"role": "user", "content": "hi"}],
 }
 API_KEY: Final = "sk-bench"
-_TAIL_BYTES: Final = 64
 
 #: One pass: given ``mark`` (call it at the first content), return (count, last).
 Pass = Callable[[Callable[[], None]], Awaitable[tuple[int, str]]]
@@ -117,7 +116,7 @@ async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
                         mark()
                     total += len(chunk)
                     previous, last = last, chunk
-            tail = (previous + last)[-_TAIL_BYTES:].hex()
+            tail = (previous + last)[-bodies.TAIL:].hex()
             return total, "stop" if tail == body.tail else "a cut body"
 
         yield one
