@@ -117,18 +117,20 @@ def _process(python: str, argv: Sequence[str], timeout: float) -> dict[str, Any]
     return result
 
 
-def installed_peers(python: str) -> set[str]:
-    """The peers whose package ``python`` can import (mmsp only at version 0.5.6)."""
+def installed_peers(python: str) -> dict[str, str]:
+    """The peers whose package ``python`` can import (mmsp only at version 0.5.6), each with
+    its package's version."""
     probe = (
         "import importlib.metadata as m, importlib.util as u, sys\n"
         "for name in sys.argv[1:]:\n"
         "    if u.find_spec(name) and (name != 'mmsp' or m.version('mmsp') == '0.5.6'):\n"
-        "        print(name)\n"
+        "        print(name, m.version(name))\n"
     )
     done = subprocess.run([python, "-P", "-c", probe, *PEER_MODULES.values()],
                           capture_output=True, text=True, check=False)
-    found = set(done.stdout.split())
-    return {peer for peer, module in PEER_MODULES.items() if module in found}
+    found = dict(line.split() for line in done.stdout.splitlines() if line.count(" ") == 1)
+    return {peer: f"{module} {found[module]}" for peer, module in PEER_MODULES.items()
+            if module in found}
 
 
 def import_times(samples: int) -> list[float]:
@@ -168,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark (module docstring); exit 1 when any consumer failed."""
     args = parse(argv)
     names = list(args.consumers or consumers.CONSUMERS)
-    peers = set() if args.no_peers else installed_peers(args.peer_python)
+    peers = {} if args.no_peers else installed_peers(args.peer_python)
     missing = [n for n in names if consumers.CONSUMERS[n].peer and n not in peers]
     names = [n for n in names if n not in missing]
     started = time.perf_counter()
@@ -191,10 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if not consumer.serves(body.protocol):
                             continue
                         python = args.peer_python if consumer.peer else sys.executable
+                        began = time.perf_counter()
                         result = _process(python, [name, origin, bodies.dump(body), chunking,
                                                    str(args.runs)], args.timeout)
                         rows.append({"protocol": body.protocol, "shape": body.shape,
                                      "n": body.n, "chunking": chunking, "consumer": name,
+                                     "process_seconds": time.perf_counter() - began,
                                      **result})
                         status = result["error"] or (
                             f"{report.per_delta_us(rows[-1]):.1f} µs/delta")
@@ -220,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              f"- library measured: {', '.join(libraries) or 'not imported'}",
              f"- {args.runs} timed runs after one warm-up per process, medians; "
              f"{elapsed:.0f} s in all"]
+    if peers:
+        lines.append(f"- peers: {', '.join(sorted(set(peers.values())))} ({args.peer_python})")
     if missing:
         lines.append(f"- peers not installed (the bench extra), left out: {', '.join(missing)}")
     lines += [f"- skipped: {s.protocol} {s.shape}: {s.reason}" for s in skipped]
