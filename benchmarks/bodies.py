@@ -189,8 +189,9 @@ def build(
                     skipped.append(Skipped(protocol, shape, f"cannot render or decode: {exc}"))
                     break
                 if (found, last) != (n, "stop"):
-                    skipped.append(Skipped(protocol, shape, f"{n} fragments arrive as {found} "
-                                           f"content deltas ({last} last)"))
+                    skipped.append(Skipped(protocol, shape, f"the body of {n} fragments "
+                                           f"decodes to {found} content deltas ({last} last): "
+                                           "the protocol does not fragment this shape"))
                     break
                 bodies.append(_save(directory, protocol, shape, n, body))
     return bodies, skipped
