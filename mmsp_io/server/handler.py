@@ -52,7 +52,7 @@ import anyio.abc
 import attrs
 import httpx
 
-from mmsp_core.errors import AbortedError, MMSPError
+from mmsp_core.errors import AbortedError, MMSPError, redact
 from mmsp_core.model import UniEvent
 from mmsp_core.wire import to_wire
 
@@ -145,12 +145,14 @@ def _frame(document: Mapping[str, Any]) -> bytes:
     return b"data: " + text.encode() + b"\n\n"
 
 
-def wire_error(exc: Exception) -> dict[str, Any]:
-    """The wire form of ``exc`` (03 §3): an MMSP error with its fields; any other exception
-    as its class name and message, plus ``status`` when it has an integer ``status_code``."""
+def wire_error(exc: Exception, secret: str) -> dict[str, Any]:
+    """The wire form of ``exc`` (03 §3): an MMSP error with its fields (the row's client has
+    redacted its key from them); any other exception as its class name and message, ``secret``
+    redacted (08 D16), plus ``status`` when it has an integer ``status_code``."""
     if isinstance(exc, MMSPError):
         return to_wire(exc)
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+    message = redact(str(exc), secret) or type(exc).__name__
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": message}
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):
         error["status"] = status
@@ -358,10 +360,13 @@ class Gateway:
             except AbortedError as exc:
                 tally.failed(str(exc))
             except Exception as exc:  # every error is one event under status 200 (07 §4)
-                if not isinstance(exc, MMSPError):
-                    _logger.exception("%s: the row's client failed", call.row.server_model_id)
-                tally.failed(str(exc))
-                await sender.send(_frame(wire_error(exc)))
+                error = wire_error(exc, call.row.api_key)
+                if not isinstance(exc, MMSPError):  # a bug: logged, without the row's key
+                    _logger.error("%s: the row's client failed: %s: %s",
+                                  call.row.server_model_id, error["error"]["type"],
+                                  error["error"]["message"])
+                tally.failed(error["error"]["message"])
+                await sender.send(_frame(error))
             await sender.send(_DONE)
 
     async def _write(

@@ -458,3 +458,44 @@ async def test_models_and_metrics(front: str, tmp_path: Path) -> None:
 def test_parse_sse_reads_comments_and_done() -> None:
     assert parse_sse(b": keep-alive\n\ndata: {\"a\": 1}\n\ndata: [DONE]\n\n") == [
         ":", {"a": 1}, "[DONE]"]
+
+
+async def test_a_failure_that_is_no_mmsp_error_is_one_event_too_the_key_redacted(
+    front: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "sk-sim-0123456789abcdef"
+    async with Simulator.running(api_key=key) as sim:
+        gate = gateway(sim, ["openai-chat"], tmp_path)
+
+        async def broken(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            raise LookupError(f"a bug that shows the key {key}-and-more")
+            yield
+
+        monkeypatch.setattr(gate._clients["openai-chat"], "streaming_response", broken)
+        async with running(gate, front) as origin, httpx.AsyncClient() as http:
+            _response, events = await post_stream(http, origin, stream_body("openai-chat"))
+    assert events[-1] == "[DONE]"
+    error = events[0]["error"]
+    assert error["type"] == "LookupError"
+    assert error["message"] == "a bug that shows the key [redacted]-and-more"
+    assert gate.metrics.snapshot()["errors"][0]["message"] == error["message"]
+    assert key not in caplog.text and "[redacted]" in caplog.text
+
+
+async def test_bytes_that_are_not_http_are_answered_400_in_the_servers_form(
+    tmp_path: Path,
+) -> None:
+    async with Simulator.running() as sim, running(gateway(sim, ["openai-chat"], tmp_path),
+                                                    "h11") as origin:
+        host, port = origin.removeprefix("http://").rsplit(":", 1)
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(b"NOT HTTP AT ALL\r\n\r\n")
+            received = b""
+            with anyio.fail_after(5):
+                while b"}}" not in received:
+                    received += await stream.receive()
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert json.loads(body) == {"error": {"type": "InvalidRequestError",
+                                          "message": "The request is not valid HTTP/1.1."}}
