@@ -32,7 +32,7 @@ from typing import Any, Final, final
 import anyio
 
 from ..httpserver import Request
-from .config import ServerConfig
+from .config import ConfigError, ServerConfig, load_config
 from .handler import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, MAX_BODY_BYTES, Gateway, refusal
 
 __all__ = ["ASGIApp", "asgi_app"]
@@ -47,18 +47,27 @@ _LINGER_SECONDS: Final = 5.0
 
 
 def asgi_app(
-    config: ServerConfig | Mapping[str, Any],
+    config: ServerConfig | Mapping[str, Any] | None = None,
     *,
     keepalive: float = DEFAULT_KEEPALIVE,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     trace_dir: str | os.PathLike[str] | None = None,
 ) -> ASGIApp:
     """The MMSP server of ``config`` as an ASGI 3 application (module docstring); the options
-    are the gateway's (``Gateway``).
+    are the gateway's (``Gateway``). Without ``config`` the file ``MMSP_SERVER_CONFIG`` names is
+    loaded, so an ASGI server can build the app itself in each worker:
+    ``hypercorn --workers 4 'mmsp_io.server:asgi_app()'``.
 
     Raises:
-        ConfigError: the configuration is invalid or a row's client cannot be built (07 §2).
+        ConfigError: no configuration, an invalid one, or a row's client that cannot be built
+            (07 §2).
     """
+    if config is None:
+        path = os.environ.get("MMSP_SERVER_CONFIG")
+        if not path:
+            raise ConfigError("no server configuration: pass one to asgi_app or set "
+                              "MMSP_SERVER_CONFIG")
+        config = load_config(path)
     return ASGIApp(Gateway(config, keepalive=keepalive, idle_timeout=idle_timeout,
                            trace_dir=trace_dir))
 

@@ -198,7 +198,7 @@ ERROR_CASES: dict[str, ErrorCase] = {
     "content": ErrorCase(error_type="UnsupportedContentError", protocol="openai-embedding",
                          messages=[{"role": "user", "content_items": [
                              {"type": "image_url.done",
-                              "image_url": "https://example.invalid/a.png"}]}]),
+                              "image_url": "data:image/png;base64,iVBORw0KGgo="}]}]),
     "http": ErrorCase(error_type="ProviderHTTPError",
                       reply=Reply(status=400, message="bad request, simulated")),
     "stream": ErrorCase(error_type="ProviderStreamError",

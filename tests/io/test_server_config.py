@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from mmsp_io.server import (
+    ASGIApp,
     ConfigError,
     Gateway,
     ModelRow,
     ServerConfig,
+    asgi_app,
     load_config,
     read_config,
     resolve_config,
@@ -136,3 +138,18 @@ def test_a_row_without_client_type_reads_client_type_from_the_environment(
                                    "base_url": "http://127.0.0.1:9/v1"}]})
     assert gateway.models == ("fast",)
     assert gateway._clients["fast"].client_type == "openai-chat"
+
+
+def test_the_asgi_app_loads_the_file_the_environment_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MMSP_SERVER_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match="set MMSP_SERVER_CONFIG"):
+        asgi_app()
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps({"models": [{**ROW, "client_type": "openai-chat",
+                                            "base_url": "http://127.0.0.1:9/v1"}]}))
+    monkeypatch.setenv("MMSP_SERVER_CONFIG", str(path))
+    app = asgi_app(keepalive=1.0)
+    assert isinstance(app, ASGIApp)
+    assert (app.gateway.models, app.gateway.keepalive) == (("fast",), 1.0)
