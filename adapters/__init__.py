@@ -90,14 +90,16 @@ def resolve(
     name.
 
     A protocol name stands for its compatible client (09). A client type speaks the protocol
-    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64).
+    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64); so does a protocol
+    name that is also a client type when a ``model`` is given (``google-genai`` with an
+    embedding id speaks ``google-embedding``).
 
     Raises:
         RoutingError: ``source`` is neither a client type nor a protocol name.
         UnsupportedOperationError: the client type's protocol is not implemented here yet.
     """
     record = PROTOCOLS.get(source) if isinstance(source, str) else None
-    if record is not None:
+    if record is not None and (model is None or canonical_client_type(source) is None):
         client = canonical_client_type(record.compatible_client or record.name)
         if client is None:
             raise RoutingError("", source, detail="the protocol has no compatible client row")
@@ -268,7 +270,8 @@ def check_config(
     """Raise what ``build_request`` would raise for the config alone (08 D37).
 
     Each config key that is not a UniConfig field gets a ``UserWarning`` naming its close
-    matches, or in ``strict`` mode an error (08 D57).
+    matches, or in ``strict`` mode an error (08 D57); a gateway's client (mmsp) forwards such
+    keys to the gateway, whose own client judges them.
 
     Raises:
         UnsupportedParameterError: a value the client cannot send for this model; an unknown
@@ -283,7 +286,8 @@ def check_config(
     model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = _resolve(client_type, model)
     values = coerce_config(client, config)
-    _preflight.warn_unknown_keys(client, values, strict=strict)
+    if protocol.traits.base_preflight:
+        _preflight.warn_unknown_keys(client, values, strict=strict)
     protocol.check_config(client, profile, model, values)
     _check_extra_body(client, profile, protocol, model, values)
 
@@ -360,10 +364,12 @@ def build_request(
             if not message.content_items:
                 raise InvalidMessageError(client, None, index, detail="no content items")
     settings = coerce_config(client, config)
-    _preflight.warn_unknown_keys(client, settings, strict=strict)
+    if protocol.traits.base_preflight:
+        _preflight.warn_unknown_keys(client, settings, strict=strict)
     _check_extra_body(client, profile, protocol, model, settings)
     request = protocol.build_request(client, profile, model, values, settings)
-    if not settings.extra_body:
+    if not settings.extra_body or not protocol.traits.base_preflight:
+        # A gateway forwards extra_body inside the config, for its own client (08 D57).
         return request
     body = _preflight.merge_extra_body(client, request.body, settings.extra_body)
     return attrs.evolve(request, body=body)

@@ -23,6 +23,8 @@ __all__ = [
     "integer",
     "loads",
     "loads_object",
+    "nests_within",
+    "numbers",
     "obj",
     "opt_array",
     "opt_integer",
@@ -122,3 +124,42 @@ def opt_integer(container: Mapping[str, Any], key: str) -> int | None:
     """``container[key]`` as an integer, ``None`` when absent or null. Raises ``BadField``."""
     value = container.get(key)
     return None if value is None else _typed(key, int, value)
+
+
+def numbers(container: Mapping[str, Any], key: str) -> tuple[float, ...]:
+    """``container[key]``, which must be a JSON array of numbers, as floats (an embedding
+    vector). Raises ``BadField`` for anything else, or an integer too large for a float."""
+    values = _typed(key, list, container.get(key))
+    if all(type(value) is float for value in values):
+        return tuple(values)
+    try:
+        return tuple(_number(key, value) for value in values)
+    except OverflowError:
+        raise BadField(f"{key!r} holds an integer too large for a float") from None
+
+
+def _number(key: str, value: Any) -> float:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    raise BadField(f"{key!r} must be an array of numbers")
+
+
+def nests_within(value: Any, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests at most ``limit`` objects and arrays deep.
+
+    The walk keeps its own stack, so no nesting exhausts Python's: a value the parser took may
+    still be too deep for the recursive code that reads it later (``redact_error``, ``repr``).
+    """
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is dict:
+            children: Any = node.values()
+        elif type(node) is list:
+            children = node
+        else:
+            continue
+        if depth == limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True

@@ -8,11 +8,26 @@ nothing else dispatches on protocol names. A protocol from outside the library u
 
 from __future__ import annotations
 
-from . import _registry, anthropic_messages, openai_chat, openai_responses
+from . import (
+    _registry,
+    anthropic_messages,
+    google_embedding,
+    google_genai,
+    google_interactions,
+    mmsp,
+    openai_chat,
+    openai_embedding,
+    openai_responses,
+)
 
 for _package in (
     anthropic_messages,
     openai_chat,
     openai_responses,
+    openai_embedding,
+    google_genai,
+    google_embedding,
+    google_interactions,
+    mmsp,
 ):
     _registry.register(_package.PROTOCOL)

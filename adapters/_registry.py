@@ -28,8 +28,6 @@ _PROTOCOLS: dict[str, WireProtocol] = {}
 _CLIENTS: dict[str, ClientSpec] = {}
 #: Every accepted spelling (lower-cased name or alias) -> client type.
 _NAMES: dict[str, str] = {}
-#: Traits of protocols that have client rows but no package yet (``mmsp`` until it is built).
-_PENDING: dict[str, Traits] = {}
 
 #: Every wire protocol built here, by name; read-only.
 PROTOCOLS: Final[Mapping[str, WireProtocol]] = types.MappingProxyType(_PROTOCOLS)
@@ -90,11 +88,6 @@ def register(
     return Registration(protocol, clients)
 
 
-def register_pending(name: str, traits: Traits) -> None:
-    """Record the traits of a protocol whose package is not built yet (its client rows exist)."""
-    _PENDING[name] = traits
-
-
 def canonical_client_type(name: str) -> str | None:
     """Return the client type ``name`` denotes, case-insensitively and through the aliases of
     spec 04 §1 (``openai`` -> ``openai-chat``, ...), or ``None`` when it names none."""
@@ -108,8 +101,7 @@ def prefix_table() -> list[tuple[str, str]]:
 
 
 def protocol_traits(protocol: str) -> Traits:
-    """The traits of ``protocol``: its record's, or those noted for a protocol not built yet."""
+    """The traits of ``protocol``: its record's, or ``PENDING_TRAITS`` for a protocol that has
+    client rows but no package yet."""
     record = _PROTOCOLS.get(protocol)
-    if record is not None:
-        return record.traits
-    return _PENDING.get(protocol, PENDING_TRAITS)
+    return PENDING_TRAITS if record is None else record.traits

@@ -226,6 +226,10 @@ def _identity(
     return list(items), finish_reason
 
 
+def _same_usage(usage: UsageMetadata) -> UsageMetadata:
+    return usage
+
+
 # --------------------------------------------------------------------------------------------
 # What the I/O layer, the simulator and the command line need
 # --------------------------------------------------------------------------------------------
@@ -264,6 +268,9 @@ class Turn:
     tools: tuple[tuple[str, Mapping[str, Any]], ...]
     #: The text of every tool result the request carries, in order.
     tool_results: tuple[str, ...]
+    #: The text of each input of an embedding request, one per message in order (its vectors
+    #: are the answer); empty for a generation request.
+    inputs: tuple[str, ...] = ()
 
 
 @final
@@ -288,6 +295,13 @@ class SimulatorDialect:
     tool_call_id_prefix: str
     #: Content type of the generation response.
     content_type: str = "text/event-stream"
+    #: The model id the demo asks for: one that reaches this protocol on its compatible client
+    #: (a protocol chosen by model class, 08 D64, needs an id of that class).
+    demo_model: str = "sim-model"
+    #: The keys this provider's model list adds to the one ``GET`` body the simulator sends at
+    #: its client types' listing path, from the ids listed (Google's ``models[].name``, 04 §5);
+    #: ``None``: the ``data[].id`` body already is its shape.
+    model_list: Callable[[Sequence[str]], Mapping[str, Any]] | None = None
 
 
 @final
@@ -298,7 +312,9 @@ class Traits:
     #: Shown by the command line: ``"Anthropic Messages"``, ...
     display_name: str
     #: The base preflight of spec 02 §8 (messages need items, traces are written here) applies;
-    #: ``False`` for a gateway that checks them itself (mmsp, seed §7).
+    #: ``False`` for a gateway that checks them itself (mmsp, seed §7), whose builder forwards
+    #: the config for the gateway's client to map: unknown keys unwarned, ``extra_body`` not
+    #: merged (08 D57).
     base_preflight: bool = True
     #: Non-2xx answers are the gateway's own ``UpstreamError`` (08 D13), not ``ProviderHTTPError``.
     upstream_errors: bool = False
@@ -322,6 +338,9 @@ class WireProtocol:
     render: Render
     traits: Traits
     normalize: Normalize = _identity
+    #: What of a usage survives a render and decode round trip: all four counts, except on a
+    #: protocol whose wire carries fewer (an embedding endpoint reports only its input count).
+    normalize_usage: Callable[[UsageMetadata], UsageMetadata] = _same_usage
     #: Bytes to SSE events: an event-stream decoder, a one-JSON-body decoder, or a binary
     #: frame decoder.
     new_decoder: Callable[[], Decoder] = SSEDecoder

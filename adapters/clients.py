@@ -34,9 +34,12 @@ from ._catalog import CATALOG
 from ._convert import model_key
 from ._preflight import check_model_id
 from ._registry import CLIENTS, canonical_client_type
-from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys, Traits
+from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys
 from .anthropic_messages import profiles as anthropic_profiles
 from .anthropic_messages.request import ANTHROPIC_VERSION
+from .google_genai import profiles as genai_profiles
+from .google_interactions import profiles as interactions_profiles
+from .mmsp import profiles as mmsp_profiles
 from .openai_chat import profiles as chat_profiles
 from .openai_responses import profiles as responses_profiles
 
@@ -113,7 +116,8 @@ _SPECS: Final = (
                model_prefixes=("claude-",), profile=anthropic_profiles.OFFICIAL),
     _google("google-official", "google-interactions", official=True,
             aliases=("gemini-official",), model_prefixes=("gemini-",),
-            service_account_keys=ServiceAccountKeys.REFUSED,
+            service_account_keys=ServiceAccountKeys.REFUSED, inlines_remote_images=True,
+            profile=interactions_profiles.OFFICIAL,
             model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("zai-official", "openai-chat", official=True, env="ZAI",
             default_base_url="https://api.z.ai/api/paas/v4/", model_prefixes=("glm-",),
@@ -141,18 +145,15 @@ _SPECS: Final = (
     _anthropic("ant-messages", official=False, auth=AuthForm.X_API_KEY_AND_BEARER,
                profile=anthropic_profiles.COMPATIBLE),
     _google("google-genai", "google-genai", official=False, aliases=("gemini-generate-content",),
-            service_account_keys=ServiceAccountKeys.VERTEX,
+            service_account_keys=ServiceAccountKeys.VERTEX, inlines_remote_images=True,
+            profile=genai_profiles.GEMINI_API,
             model_classes=(ModelClass("embedding", "google-embedding"),)),
     _bearer("mmsp", "mmsp", official=False, env="MMSP",
-            default_base_url="http://127.0.0.1:25752/v1", open_server=True),
+            default_base_url="http://127.0.0.1:25752/v1", open_server=True,
+            profile=mmsp_profiles.MMSP),
 )
 
 _registry.register(None, _SPECS)
-#: The MMSP server's client (spec 07, 08 D13) until its protocol package is built.
-_registry.register_pending("mmsp", Traits(
-    display_name="MMSP server", base_preflight=False, upstream_errors=True,
-    key_wins_over_default_headers=True,
-))
 
 
 def client_spec(client_type: str) -> ClientSpec:
@@ -210,7 +211,8 @@ def needs_image_bytes(client_type: str, model: str) -> bool:
     """Whether the I/O layer must fetch http(s) images into data URIs before building (08 D37).
 
     True for the clients whose builder inlines every remote image, openai-chat and
-    moonshot-official (05 §5: "openai-chat and moonshot send http images as data URIs"), and
+    moonshot-official (05 §5: "openai-chat and moonshot send http images as data URIs") and
+    google-official (Gemini takes no arbitrary image URLs, so they go as inline data), and
     for openai-chat-vllm-adapter on ids whose lower-cased form contains ``gpt-5.6``, where the
     ``detail`` rule measures remote images (05 §5: "openai-chat and the vLLM adapter apply the
     same GPT-5.6 rule ...; since http images are fetched into data URIs first, they are
@@ -314,8 +316,10 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
     in an error (08 D16).
 
     Raises:
-        UnsupportedOperationError: a ``bedrock://`` base URL (Amazon Bedrock), or a
-            service-account JSON key (one starting with ``{``) on google-genai (Vertex AI).
+        UnsupportedOperationError: a ``bedrock://`` base URL (Amazon Bedrock); on a client for
+            which Vertex AI is a case (the Gemini API clients), a base URL whose host is
+            ``aiplatform.googleapis.com`` or ends in ``-aiplatform.googleapis.com`` (08 D66),
+            or a service-account JSON key (one starting with ``{``) on google-genai.
         RoutingError: a service-account JSON key on google-official, which only takes API keys
             (04 §3), or an unknown client type.
     """
@@ -324,6 +328,11 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
         raise UnsupportedOperationError(
             spec.client_type, "Amazon Bedrock",
             detail="bedrock:// endpoints (SigV4 signing, AWS event streams) are out of scope",
+        )
+    if spec.service_account_keys is not ServiceAccountKeys.NOT_A_CASE and _vertex_host(base_url):
+        raise UnsupportedOperationError(
+            spec.client_type, "Vertex AI",
+            detail="Vertex AI endpoints (aiplatform.googleapis.com) are out of scope",
         )
     if api_key is None or not api_key.lstrip().startswith("{"):
         return
@@ -338,6 +347,16 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
             spec.client_type, "Vertex AI",
             detail="service-account JSON keys (Vertex AI) are out of scope",
         )
+
+
+def _vertex_host(base_url: str | None) -> bool:
+    """Whether ``base_url``'s host is Vertex AI's: ``aiplatform.googleapis.com`` or a regional
+    ``<location>-aiplatform.googleapis.com`` (08 D66)."""
+    try:
+        host = urllib.parse.urlsplit(base_url or "").hostname or ""
+    except ValueError:
+        return False
+    return host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com")
 
 
 @final

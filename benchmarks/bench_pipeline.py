@@ -13,6 +13,7 @@ Run: ``python benchmarks/bench_pipeline.py [N]`` (default 100000).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -84,7 +85,7 @@ def main() -> None:
     events = run_pipeline(body, 1 << 16)
     loads = best_of(5, lambda: [json.loads(line) for line in lines])
     for chunk in (1 << 16, 64, 1):
-        seconds = best_of(1 if chunk == 1 else 3, lambda c=chunk: run_pipeline(body, c))
+        seconds = best_of(1 if chunk == 1 else 3, functools.partial(run_pipeline, body, chunk))
         print(f"chunk {chunk:>6} B: {events / seconds:>12,.0f} events/s  ({seconds:.3f} s)")
         if chunk == 1 << 16:
             print(f"  vs json.loads alone ({loads:.3f} s): {seconds / loads:.2f}x (target <= 3x)")

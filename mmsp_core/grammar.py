@@ -16,6 +16,9 @@ raises what that returns. ``mmsp_core.testing.assert_stream_grammar`` raises ``A
 the mmsp client's: it hands every delta event on unchanged, ``created_at`` as given (it stamps
 nothing, so the clock is unused), keeps the stop for ``close()``, and raises
 ``MalformedEventError`` at the first event that breaks the grammar: the server's fault (08 D59).
+What the open group holds is bounded as ``StreamItems`` bounds an item (08 D18): its joined
+size by ``max_item_size`` (``StreamLimitError`` past it), its fragments' overhead by joining
+every run of them into one piece.
 Input that ends before the stop is ``IncompleteStreamError``. States and poisoning are those of
 ``StreamItems``: ``OPEN`` -> ``ENDED`` (``end()``) -> ``CLOSED`` (``close()``); any exception
 moves to ``ERROR`` and every later call raises ``RuntimeError``.
@@ -29,7 +32,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from . import jsonlib
-from .errors import IncompleteStreamError, MalformedEventError
+from .errors import IncompleteStreamError, MalformedEventError, StreamLimitError
+from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE
 from .kinds import KINDS
 from .model import FinishReason, UniEvent, UsageMetadata
 
@@ -61,18 +65,29 @@ class StreamGrammar:
 
     Args:
         fail: ``(index of the event, the rule it breaks) -> exception``; ``check`` raises it.
+        max_item_size: the largest joined growing field of one group (characters, bytes or
+            numbers); ``None``: no limit.
     """
 
-    __slots__ = ("_chunks", "_fail", "_fidelity", "_first", "_group", "_index", "_stopped")
+    __slots__ = (
+        "_chunks", "_compacted", "_fail", "_fidelity", "_first", "_group", "_index", "_limit",
+        "_size", "_stopped",
+    )
 
-    def __init__(self, fail: Callable[[int, str], Exception]) -> None:
+    def __init__(
+        self, fail: Callable[[int, str], Exception], *, max_item_size: int | None = None
+    ) -> None:
         self._fail = fail
+        self._limit = max_item_size
         self._index = 0
         self._stopped = False
         #: The open group's kind name, or ``None`` between groups.
         self._group: str | None = None
         self._first: Any = None
+        #: The open group's fragments; ``_chunks[:_compacted]`` are joined runs of them.
         self._chunks: list[Any] = []
+        self._compacted = 0
+        self._size = 0
         self._fidelity: Mapping[str, Any] | None = None
 
     @property
@@ -85,6 +100,7 @@ class StreamGrammar:
 
         Raises:
             Exception: what ``fail`` returns, for the first rule this event breaks.
+            StreamLimitError: the open group grew past ``max_item_size`` (08 D18).
         """
         index = self._index
         self._index = index + 1
@@ -139,6 +155,8 @@ class StreamGrammar:
             self._group = None
             self._first = None
             self._chunks = []
+            self._compacted = 0
+            self._size = 0
             self._fidelity = None
             return
         if group is None:
@@ -152,7 +170,23 @@ class StreamGrammar:
             if self._fidelity is not None:
                 raise fail(index, "more than one fragment of the group carries fidelity")
             self._fidelity = fidelity
-        self._chunks.append(kind.growing(item))
+        self._grow(kind_name, kind.growing(item))
+
+    def _grow(self, kind_name: str, chunk: Any) -> None:
+        """Add a fragment to the open group, within ``max_item_size``; every run of
+        ``_COMPACT_EVERY`` fragments is joined into one piece, so that many small fragments
+        hold about their size (as ``StreamItems`` does)."""
+        size = self._size + len(chunk)
+        if self._limit is not None and size > self._limit:
+            raise StreamLimitError(f"{kind_name} item", self._limit, size)
+        self._size = size
+        chunks = self._chunks
+        chunks.append(chunk)
+        if len(chunks) - self._compacted >= _COMPACT_EVERY:
+            run = _joined(kind_name, chunks[self._compacted :])
+            del chunks[self._compacted :]
+            chunks.append(run)
+            self._compacted += 1
 
     def _check_done(
         self, index: int, kind_name: str, growing: Callable[[Any], Any], done: Any
@@ -197,13 +231,26 @@ class PassThrough:
         client: the client type (or protocol name) named in errors.
         clock: unused: every event keeps the ``created_at`` it came with (it is accepted so
             that ``PassThrough`` is built as every finalizer is).
+        max_item_size: the largest joined growing field of one item (08 D18).
     """
 
     __slots__ = ("_client", "_grammar", "_state", "_stop")
 
-    def __init__(self, *, client: str, clock: Callable[[], int]) -> None:
+    #: ``StreamPipeline`` pushes every event whole: an event of several items, or a stop with
+    #: items, must reach the grammar as it came to be rejected (02 §12).
+    takes_whole_events: Final = True
+
+    def __init__(
+        self,
+        *,
+        client: str,
+        clock: Callable[[], int],
+        max_item_size: int = DEFAULT_MAX_ITEM_SIZE,
+    ) -> None:
         self._client = client
-        self._grammar = StreamGrammar(functools.partial(_malformed, client))
+        self._grammar = StreamGrammar(
+            functools.partial(_malformed, client), max_item_size=max_item_size
+        )
         self._state = _State.OPEN
         self._stop: UniEvent | None = None
 
@@ -212,6 +259,7 @@ class PassThrough:
 
         Raises:
             MalformedEventError: the event breaks a rule of the grammar (spec 02 §12, 08 D59).
+            StreamLimitError: an item grew past ``max_item_size`` (08 D18).
             RuntimeError: called after ``end()`` or after an error.
         """
         self._expect(_State.OPEN)

@@ -8,6 +8,7 @@ else about kinds.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
@@ -129,7 +130,10 @@ def _tool_done(client: str, first: ToolCallDelta, chunks: Sequence[str], fid: Fi
 
 
 def _embedding_done(client: str, first: Any, chunks: Sequence[Any], fid: Fidelity) -> DoneItem:
-    return EmbeddingDone(tuple(x for vector in chunks for x in vector))
+    # A delta carries a whole vector (one item per input), so one chunk is the usual case.
+    if len(chunks) == 1:
+        return EmbeddingDone(tuple(chunks[0]))
+    return EmbeddingDone(tuple(itertools.chain.from_iterable(chunks)))
 
 
 #: Any UTF-16 surrogate code point; a Python ``str`` may hold them, UTF-8 cannot encode them.

@@ -3,7 +3,9 @@
 Theory of operation: ``receive_data`` only buffers (it runs the decoder and queues the SSE
 events it completes). ``next_event`` does one unit of work at a time until it has an event to
 hand out: one SSE event through the machine, whose client events go to the finalizer one item
-at a time (an event with several items is split, its usage/finish part last). After
+at a time (an event with several items is split, its usage/finish part last), or whole to a
+finalizer of an already-public stream (``takes_whole_events``: ``PassThrough``, which must see
+each event as the server sent it to judge it, 02 §12). After
 ``receive_eof``, draining runs ``decoder.close()``, ``machine.finish()``, ``items.end()`` and
 ``items.close()`` in that order, then returns ``END`` forever.
 
@@ -57,7 +59,12 @@ class Machine(Protocol):
 
 class Finalizer(Protocol):
     """Client stream to public stream: ``StreamItems``, or a checker that passes an already
-    public stream through (the mmsp client)."""
+    public stream through (the mmsp client).
+
+    A finalizer with a true ``takes_whole_events`` attribute is pushed every event as the
+    machine made it; any other gets one item per push (09). The pipeline reads the attribute
+    once, when it is built.
+    """
 
     def push(self, event: UniEvent) -> list[UniEvent]: ...
 
@@ -144,6 +151,8 @@ class StreamPipeline:
         self._feed_failure: BaseException | None = None
         #: The machine reports its terminal event (08 D56); checked once, not per event.
         self._has_terminal = hasattr(machine, "finished")
+        #: The finalizer takes events unsplit (``PassThrough``); checked once, not per event.
+        self._whole_events = bool(getattr(self._items, "takes_whole_events", False))
         self._finished = False
         self._stage = _Stage.DECODER_CLOSE
         self._state = PipelineState.OPEN
@@ -236,13 +245,14 @@ class StreamPipeline:
         self._push(events)
 
     def _push(self, events: list[UniEvent]) -> None:
-        """Feed client events to the finalizer one item at a time (09)."""
+        """Feed client events to the finalizer one item at a time (09), or whole to one that
+        takes whole events."""
         push = self._items.push
         out = self._out
         try:
             for event in events:
                 items = event.content_items
-                if not items or (
+                if self._whole_events or not items or (
                     len(items) == 1 and event.usage_metadata is None and not event.finish_reason
                 ):
                     out.extend(push(event))

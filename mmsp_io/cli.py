@@ -6,12 +6,20 @@ Commands:
   it speaks (each registered one with a simulator dialect), runs a short agent loop through
   ``AutoLLMClient`` as the protocol's client, with a fake key: a question,
   a streamed answer with thinking and a tool call, the local tool's result sent back, the
-  final streamed answer. Needs no key and no network.
+  final streamed answer; on an embedding protocol the question's one ``embedding.delta`` and
+  ``embedding.done`` and the stop (an embedding call). Needs no key and no network.
 - ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key is
   ``--api-key``, else the provider's ``<P>_API_KEY`` variable under the client's key-safety
   rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
 - ``replay --source SOURCE FILE``: decodes a recorded provider body through
   ``adapters.decode`` and prints the unified stream.
+- ``serve --config FILE [--host HOST] [--port PORT]``: runs the MMSP server of
+  ``mmsp_io.server`` (spec 07; default ``127.0.0.1:25752``) for the models of the configuration
+  file (``--config``, else ``MMSP_SERVER_CONFIG``; without either it says so and exits 2, and
+  an invalid file exits 2 naming the row at fault). It prints its banner, serves until SIGINT
+  or SIGTERM, then shuts down gracefully within ``--grace`` seconds.
+- ``traces --dir DIR [--host HOST] [--port PORT]``: serves the trace page of ``mmsp_io.traces``
+  (default ``127.0.0.1:25750``, 08 D70): the traces of ``DIR``, one conversation at a time.
 
 Every command prints the public stream the same way: fragments as they arrive, each ``.done``
 item and the ``stop`` on a line of their own, with usage and finish reason; text that cannot be
@@ -64,7 +72,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
-from . import simulator
+from . import server, simulator, traces
 from .client import AutoLLMClient
 
 __all__ = ["StreamPrinter", "main"]
@@ -215,12 +223,13 @@ async def _demo(delay: float, printer: StreamPrinter) -> int:
         for protocol in simulator.simulated_protocols():
             spec, record, _ = adapters.resolve(protocol)
             base_url = sim.base_url(protocol)
+            model = record.traits.dialect.demo_model if record.traits.dialect else "sim-model"
             printer.line("")
             printer.line(
                 f"== {record.traits.display_name}: client {spec.client_type}, {base_url}"
             )
             async with AutoLLMClient(
-                "sim-model", api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
+                model, api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
     return 0
@@ -305,6 +314,30 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
     replay.add_argument("--chunk-size", type=int, help="feed the body in pieces of N bytes")
     replay.add_argument("file")
+
+    gateway = commands.add_parser(
+        "serve", parents=[backend], help="the MMSP server: one gateway to the configured models"
+    )
+    gateway.add_argument(
+        "--config", help="the server configuration (JSON, spec 07 §2); else MMSP_SERVER_CONFIG"
+    )
+    gateway.add_argument("--host", default=server.DEFAULT_HOST, help="address to listen on")
+    gateway.add_argument("--port", type=int, default=server.DEFAULT_PORT,
+                         help="port to listen on (0: a free one)")
+    gateway.add_argument("--grace", type=float, default=server.DEFAULT_GRACE,
+                         help="seconds streams in flight get to finish at shutdown")
+    gateway.add_argument("--keepalive", type=float, default=server.DEFAULT_KEEPALIVE,
+                         help="seconds between keep-alive comments while no event is ready")
+    gateway.add_argument("--idle-timeout", type=float, default=server.DEFAULT_IDLE_TIMEOUT,
+                         help="seconds a caller may read nothing before its stream is cut")
+
+    trace_page = commands.add_parser(
+        "traces", parents=[backend], help="a web page showing the traces of a directory"
+    )
+    trace_page.add_argument("--dir", required=True, help="the trace directory")
+    trace_page.add_argument("--host", default=traces.DEFAULT_HOST, help="address to listen on")
+    trace_page.add_argument("--port", type=int, default=traces.DEFAULT_PORT,
+                            help="port to listen on (0: a free one)")
     return parser
 
 
@@ -318,6 +351,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args, printer)
         if args.backend == "trio" and importlib.util.find_spec("trio") is None:
             return _fail(args, err, "--backend trio needs trio: pip install trio", 2)
+        if args.command == "serve":
+            return _serve(args, printer, err)
+        if args.command == "traces":
+            page = partial(traces.run, args.dir, args.host, args.port, out)
+            return anyio.run(page, backend=args.backend)
         run = (
             partial(_demo, args.delay, printer) if args.command == "demo"
             else partial(_chat, args, printer)
@@ -333,6 +371,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = 2 if isinstance(exc, OSError) and not isinstance(exc, MMSPError) else 1
         hint = " Pass --api-key." if isinstance(exc, ApiKeyRequiredError) else ""
         return _fail(args, err, f"{type(exc).__name__}: {exc}{hint}", status)
+
+
+def _serve(args: argparse.Namespace, printer: StreamPrinter, err: TextIO) -> int:
+    """The ``serve`` command (module docstring); 2 without a usable configuration."""
+    path = args.config or os.environ.get("MMSP_SERVER_CONFIG")
+    if not path:
+        return _fail(args, err, "no server configuration: pass --config FILE or set "
+                     "MMSP_SERVER_CONFIG", 2)
+    try:
+        gateway = server.Gateway(server.load_config(path), keepalive=args.keepalive,
+                                 idle_timeout=args.idle_timeout)
+    except server.ConfigError as exc:
+        return _fail(args, err, str(exc), 2)
+    run = partial(server.run, gateway, host=args.host, port=args.port, grace=args.grace,
+                  announce=printer.line)
+    anyio.run(run, backend=args.backend)
+    return 0
 
 
 def _tolerant(stream: TextIO) -> TextIO:

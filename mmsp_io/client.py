@@ -54,6 +54,8 @@ import attrs
 import httpx
 
 import adapters
+from adapters._json import nests_within
+from adapters._preflight import MAX_DEPTH
 from adapters.clients import (
     check_endpoint,
     client_spec,
@@ -69,6 +71,7 @@ from mmsp_core.errors import (
     ApiKeyRequiredError,
     ConcurrentCallError,
     InvalidMessageError,
+    MalformedEventError,
     MMSPError,
     ProviderConnectionError,
     ProviderHTTPError,
@@ -232,14 +235,15 @@ def _upstream_http_error(
     client: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> UpstreamError:
     """A gateway's refusal as its own ``UpstreamError`` (spec 03 §5, 08 D13): the MMSP
-    server's ``{"error": {...}}`` object as it is, or a stand-in for a body without one."""
+    server's ``{"error": {...}}`` object as it is, or a stand-in for a body without one (or
+    with one nested too deeply for the key redaction to walk, 08 D61)."""
     text = body.decode("utf-8", "replace")
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to read (08 D59)
         document = None
     error = document.get("error") if isinstance(document, dict) else None
-    if not isinstance(error, dict):
+    if not isinstance(error, dict) or not nests_within(error, MAX_DEPTH):
         error = {"type": "HTTPError", "message": f"HTTP {status}: {text[:200]}"}
     error_type = error.get("type")
     return UpstreamError(client, status, error_type if isinstance(error_type, str) else None,
@@ -289,7 +293,8 @@ class AutoLLMClient:
         RoutingError: no client type can be chosen, or a service-account key on
             google-official.
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
-        UnsupportedOperationError: a Bedrock endpoint or a Vertex AI key (08 D23).
+        UnsupportedOperationError: a Bedrock endpoint, or a Vertex AI endpoint or key on a
+            Gemini client (08 D23, D66).
         UnsupportedParameterError: ``parameter="base_url"`` for a base URL no request can go
             to: not http(s), no host or a malformed one, a port outside 1-65535 (08 D69;
             checked after the Bedrock and Vertex rules).
@@ -464,7 +469,16 @@ class AutoLLMClient:
             user_message = prepared[-1]
 
             def record(assistant: UniMessage) -> None:
-                self._history.extend(copy.deepcopy([user_message, assistant]))
+                try:
+                    turn = copy.deepcopy([user_message, assistant])
+                except RecursionError:
+                    # A provider's value (tool-call arguments) nested too deeply to copy is
+                    # malformed, as the pipeline says of one too deep to finalize (08 D59).
+                    raise MalformedEventError(
+                        self._client_type, "(the assistant message)",
+                        detail="a value is nested too deeply to keep in the history",
+                    ) from None
+                self._history.extend(turn)
                 self._in_flight = None
 
             run = self._run(prepared, config, signal, timeouts, on_stop=record)

@@ -18,7 +18,8 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
 4. A body cut mid-stream (``httpx.RemoteProtocolError``, ``ReadError``, ...) is treated as the
    end of the body: the pipeline's end-of-input path decides. If usage and finish reason had
    arrived the stream ends with its stop; otherwise the finalizer's ``IncompleteStreamError``
-   is raised chained from the transport exception (08 D19).
+   is raised chained from the transport exception (08 D19). A one-JSON-body answer (embeddings)
+   cut short is no JSON, so its ``MalformedEventError`` becomes that ``IncompleteStreamError``.
 5. Leaving the context closes the response at once. The body iterator is run to its end first
    under a cancelled scope: httpx reads a body through a chain of nested async generators, and
    closing only the outermost leaves the inner ones to the garbage collector, which trio
@@ -62,6 +63,8 @@ import httpx
 
 import adapters
 from mmsp_core.errors import (
+    IncompleteStreamError,
+    MalformedEventError,
     MMSPError,
     ProviderConnectionError,
     ProviderHTTPError,
@@ -373,6 +376,13 @@ async def _events(
         except MMSPError as exc:
             if cut is None:
                 raise
+            if isinstance(exc, MalformedEventError):
+                # An event-stream decoder drops an event a cut left unterminated; only a
+                # one-body decoder hands the machine what arrived, which is then no JSON: the
+                # answer was cut, not malformed (08 D19).
+                raise IncompleteStreamError(
+                    exc.client, ("usage_metadata", "finish_reason"), None, None
+                ) from cut
             raise exc from cut
         if event is END:
             return

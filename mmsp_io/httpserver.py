@@ -27,6 +27,10 @@ runs a loop of exchanges:
 4. When both sides are done and neither asked to close, the next cycle starts on the same
    socket (keep-alive); otherwise the connection is closed.
 
+The bodies of the refusals the core answers itself (400, 413, 431) are plain text unless
+``serve`` is given a ``refusal`` function, so a server whose callers read JSON errors answers
+them in its own form.
+
 A handler's exception other than cancellation is logged on the ``mmsp_io`` logger and answered
 500 if nothing was sent yet, else the connection is closed: it never ends the server.
 
@@ -47,7 +51,17 @@ import anyio.abc
 import attrs
 import h11
 
-__all__ = ["HTTPServer", "Handler", "Limits", "Request", "Response", "first_header", "serve"]
+__all__ = [
+    "HTTPServer",
+    "Handler",
+    "Limits",
+    "Refusal",
+    "Request",
+    "Response",
+    "first_header",
+    "plain_refusal",
+    "serve",
+]
 
 _logger = logging.getLogger("mmsp_io")
 
@@ -97,6 +111,13 @@ def first_header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
 
 #: What answers a request; see the module docstring, step 2.
 Handler = Callable[[Request, "Response"], Awaitable[None]]
+#: The body of a refusal the core answers itself: ``(status, reason) -> (content type, body)``.
+Refusal = Callable[[int, str], tuple[str, bytes]]
+
+
+def plain_refusal(status: int, reason: str) -> tuple[str, bytes]:
+    """The default ``Refusal``: ``reason`` as one line of plain text."""
+    return "text/plain; charset=utf-8", f"{reason}\n".encode()
 
 
 @final
@@ -256,8 +277,8 @@ class _Connection:
 
     async def _refuse(self, status: int, reason: str) -> None:
         """Answer ``status`` and close, after reading what the client still sends (step 1)."""
-        body = f"{reason}\n".encode()
-        headers = [("content-type", "text/plain; charset=utf-8"),
+        content_type, body = self.server.refusal(status, reason)
+        headers = [("content-type", content_type),
                    ("content-length", str(len(body))), ("connection", "close")]
         try:
             await self.write(h11.Response(status_code=status, headers=headers))
@@ -347,9 +368,12 @@ def _request(head: h11.Request, body: bytes) -> Request:
 class HTTPServer:
     """A running server; build it with ``serve``."""
 
-    def __init__(self, handler: Handler, limits: Limits, host: str, port: int) -> None:
+    def __init__(
+        self, handler: Handler, limits: Limits, host: str, port: int, refusal: Refusal
+    ) -> None:
         self.handler = handler
         self.limits = limits
+        self.refusal = refusal
         self.host = host
         self.port = port
         #: Set by graceful close: connections end after their exchange in progress.
@@ -394,12 +418,14 @@ async def serve(
     port: int = 0,
     limits: Limits | None = None,
     grace: float = 0.0,
+    refusal: Refusal = plain_refusal,
 ) -> AsyncIterator[HTTPServer]:
     """Serve ``handler`` on ``host:port`` (``0``: a free port) for the ``async with`` block.
 
     ``limits`` bound each request (``Limits()`` when ``None``). Leaving the block closes
     gracefully, giving exchanges in progress ``grace`` seconds
-    (module docstring). An exception raised in the block comes out as it was, not wrapped in
+    (module docstring). ``refusal`` makes the bodies of the core's own 400, 413 and 431 answers.
+    An exception raised in the block comes out as it was, not wrapped in
     an exception group.
 
     Raises:
@@ -407,7 +433,7 @@ async def serve(
     """
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    server = HTTPServer(handler, limits if limits is not None else Limits(), host, port)
+    server = HTTPServer(handler, limits if limits is not None else Limits(), host, port, refusal)
     try:
         async with listener, anyio.create_task_group() as tasks:
             accepting = anyio.CancelScope()

@@ -26,7 +26,7 @@ the script is empty, the default behaviour given to ``running`` answers. A behav
 ``Reply`` or a function ``(RecordedRequest) -> Reply``. The default default is
 ``demo_script``, which reads the request: tools offered and no tool result yet → thinking and a
 call to the first tool; a tool result in the request → a text answer quoting it; no tools → a
-text answer echoing the question.
+text answer echoing the question; an embedding request → one small vector per input.
 
 A ``Reply`` says *what* to send:
 
@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import hmac
 import http
 import json
@@ -72,6 +73,7 @@ import adapters
 from adapters._spec import SimulatorDialect
 from mmsp_core.model import (
     DoneItem,
+    EmbeddingDone,
     FinishReason,
     TextDone,
     ThinkingDone,
@@ -168,10 +170,17 @@ Behaviour: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
 
 
 def simulated_protocols() -> tuple[str, ...]:
-    """The wire protocols the simulator serves now: every registered protocol whose record has
-    a ``SimulatorDialect``, in registration order (the order the demo shows them)."""
+    """The providers' wire protocols the simulator serves now: every registered protocol whose
+    record has a ``SimulatorDialect``, in registration order (the order the demo shows them).
+
+    A gateway's protocol (``upstream_errors``: mmsp, whose every error is the gateway's own
+    ``UpstreamError``) is served too, so that its client is tested without a gateway, but it is
+    not a provider's and is not listed here.
+    """
     return tuple(
-        name for name, record in adapters.PROTOCOLS.items() if record.traits.dialect is not None
+        name
+        for name, record in adapters.PROTOCOLS.items()
+        if record.traits.dialect is not None and not record.traits.upstream_errors
     )
 
 
@@ -198,18 +207,26 @@ def _route(method: str, path: str) -> str | None:
     return None
 
 
-def _model_list_key_headers(path: str) -> tuple[str, ...]:
-    """The key headers of every served client type that lists its models at ``path`` (spec
-    04 §5); empty when none does. Providers share a path (``/v1/models``), so it takes any of
-    their key headers."""
-    headers: dict[str, None] = {}
+def _listing_dialects(path: str) -> list[SimulatorDialect]:
+    """The dialects of every served client type that lists its models at ``path`` (spec
+    04 §5), in registry order; providers share a path (``/v1/models``)."""
+    dialects: list[SimulatorDialect] = []
     for spec in adapters.CLIENTS.values():
         record = adapters.PROTOCOLS.get(spec.protocol)
         dialect = record.traits.dialect if record is not None else None
-        if dialect is not None and adapters.join_url(
+        if dialect is not None and dialect not in dialects and adapters.join_url(
             dialect.base_path, spec.list_models_path
         ) == path:
-            headers.update(dict.fromkeys(dialect.key_headers))
+            dialects.append(dialect)
+    return dialects
+
+
+def _model_list_key_headers(path: str) -> tuple[str, ...]:
+    """The key headers of every client type that lists its models at ``path``; empty when
+    none does. Providers share a path, so it takes any of their key headers."""
+    headers: dict[str, None] = {}
+    for dialect in _listing_dialects(path):
+        headers.update(dict.fromkeys(dialect.key_headers))
     return tuple(headers)
 
 
@@ -239,14 +256,21 @@ def _tool_arguments(schema: Mapping[str, Any], question: str) -> dict[str, Any]:
     return {}
 
 
+def _demo_vector(text: str) -> tuple[float, ...]:
+    """Eight values in [-1, 1) drawn from ``text``'s SHA-256: the same text, the same vector
+    (each exact in float32, so every embedding wire carries it unchanged)."""
+    return tuple((byte - 128) / 128 for byte in hashlib.sha256(text.encode()).digest()[:8])
+
+
 def demo_script(request: RecordedRequest) -> Reply:
     """Answer like a small tool-using model (see the module docstring).
 
     Tools offered and no tool result yet: thinking, then a call to the first tool whose first
     string parameter holds the question's last word (``"... in Paris?"`` → ``"Paris"``),
     finish ``tool_call``. A tool result in the request: a text answer quoting the last result.
-    No tools: thinking and a text answer repeating the question. The request is read by its
-    protocol's dialect (``read_turn``).
+    No tools: thinking and a text answer repeating the question. An embedding request (its
+    turn has ``inputs``): one eight-value vector per input, the same for the same text. The
+    request is read by its protocol's dialect (``read_turn``).
 
     Raises:
         ValueError: the request is not one to a model endpoint the simulator serves.
@@ -255,6 +279,9 @@ def demo_script(request: RecordedRequest) -> Reply:
         raise ValueError("demo_script answers requests to model endpoints only")
     dialect = _dialect(request.protocol)
     turn = dialect.read_turn(request.json)
+    if turn.inputs:
+        vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text)) for text in turn.inputs]
+        return Reply(items=vectors, usage=UsageMetadata(prompt_tokens=len(request.body) // 4))
     if turn.tool_results:
         items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]
         finish = FinishReason.STOP
@@ -407,7 +434,7 @@ class Simulator:
             if not self._authorised(request, key_headers):
                 reply = Reply(status=401, message=_NEUTRAL_BAD_KEY_MESSAGE)
                 return self._error(None, reply), Reply()
-            return self._models(), Reply()
+            return self._models(request.path), Reply()
         dialect = _dialect(protocol)
         if not self._authorised(request, dialect.key_headers):
             return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
@@ -452,9 +479,10 @@ class Simulator:
             headers.append(("retry-after", f"{reply.retry_after:g}"))
         return _Response(reply.status, headers, [json.dumps(document).encode()], False)
 
-    def _models(self) -> _Response:
-        # One body the ``data`` listing forms all read: the ids in ``data[].id`` and the paging
-        # keys (``has_more``, ``last_id``) of the paged form (spec 04 §5).
+    def _models(self, path: str) -> _Response:
+        # One body every listing form at ``path`` reads: the ids in ``data[].id``, the paging
+        # keys (``has_more``, ``last_id``) of the paged form, and what the dialects listing
+        # there add (Google's ``models[].name``; spec 04 §5).
         data = [
             {"id": m, "object": "model", "type": "model", "created": 0, "owned_by": "simulator"}
             for m in self.models
@@ -466,6 +494,9 @@ class Simulator:
             "first_id": self.models[0] if self.models else None,
             "last_id": self.models[-1] if self.models else None,
         }
+        for dialect in _listing_dialects(path):
+            if dialect.model_list is not None:
+                body.update(dialect.model_list(self.models))
         return _Response(
             200, [("content-type", "application/json")], [json.dumps(body).encode()], False
         )

@@ -179,6 +179,9 @@ def test_a_client_row_sends_one_model_class_to_another_protocol(toy: None) -> No
 
 
 def test_a_model_class_of_a_protocol_not_built_yet_is_refused_before_the_request() -> None:
-    with pytest.raises(UnsupportedOperationError) as caught:
-        adapters.build_request("google-official", "gemini-embedding-2", [QUESTION], None)
-    assert "google-embedding" in str(caught.value)
+    chat = adapters.CLIENTS["openai-chat"]
+    pending = attrs.evolve(chat, client_type="chat-and-pending", aliases=(),
+                           model_classes=(ModelClass("-later", "later-protocol"),))
+    with adapters.register(None, [pending]), pytest.raises(UnsupportedOperationError) as caught:
+        adapters.build_request("chat-and-pending", "gpt-x-later", [QUESTION], None)
+    assert "later-protocol" in str(caught.value)

@@ -420,8 +420,9 @@ def test_ordinary_endpoints_pass(client_type: str, base_url: str | None, key: st
         ("zai-official", "glm-5.3-flash", False),
         ("anthropic-official", "claude-opus-5", False),
         ("ant-messages", "x", False),
-        ("google-official", "gemini-3.8-flash", False),
-        ("google-genai", "gemini-3.8-flash", False),
+        # Gemini takes no arbitrary image URLs: both Google clients send them inline (issue 10)
+        ("google-official", "gemini-3.8-flash", True),
+        ("google-genai", "gemini-3.8-flash", True),
         ("deepseek-official", "deepseek-flash", False),
         ("minimax-official", "MiniMax-M3", False),
         ("openai-embedding", "x", False),

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 import pytest
 
-from mmsp_core import SSEDecoder, StreamItems, StreamLimitError, TextDelta, UniEvent
+from mmsp_core import (
+    PassThrough,
+    SSEDecoder,
+    StreamItems,
+    StreamLimitError,
+    TextDelta,
+    UniEvent,
+)
 
 LIMIT = 1 << 18
 #: What is held may exceed the counted size by this factor at most.
@@ -49,5 +56,16 @@ def test_an_item_of_tiny_fragments_is_held_in_about_its_size() -> None:
 
     def step() -> object:
         return items.push(fragment)
+
+    assert peak_until_limit(step) < FACTOR * LIMIT
+
+
+def test_a_passed_through_item_of_tiny_fragments_is_held_in_about_its_size() -> None:
+    # The mmsp client's finalizer holds the open group to compare it with its .done.
+    finalizer = PassThrough(client="mmsp", clock=lambda: 0, max_item_size=LIMIT)
+    fragment = UniEvent("delta", (TextDelta("ab"),), created_at=1)
+
+    def step() -> object:
+        return finalizer.push(fragment)
 
     assert peak_until_limit(step) < FACTOR * LIMIT

@@ -14,6 +14,7 @@ import pytest
 
 import adapters
 from mmsp_core.model import FinishReason, TextDone, ThinkingDone, ToolCallDone, UsageMetadata
+from mmsp_core.sse import SSEDecoder
 from mmsp_io import simulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,20 @@ def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: What the demo prints for a generation protocol: an agent loop with one tool call.
+AGENT_TURN = [
+    "user> What is the weather in Paris?",
+    "thinking> The user asks: 'What is the weather in Paris?'. I will call get_weather.",
+    "tool_call> get_weather(id=",
+    '[tool_call.done] get_weather {"city": "Paris"}',
+    "[stop] finish_reason=tool_call usage: prompt=",
+    'tool> get_weather({"city": "Paris"}) -> 18 degrees C, light rain',
+    "text> Here is what I found: 18 degrees C, light rain",
+    "[text.done] 46 characters",
+    "[stop] finish_reason=stop usage: prompt=",
+]
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
     result = run("demo", "--backend", backend, "--delay", "0")
@@ -43,23 +58,24 @@ def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
     protocols = simulator.simulated_protocols()
     assert len(sections) == len(protocols) >= 3
     for protocol, section in zip(protocols, sections, strict=True):
-        assert f"client {protocol}," in section.splitlines()[0]
-        expected_in_order = [
-            "user> What is the weather in Paris?",
-            "thinking> The user asks: 'What is the weather in Paris?'. I will call get_weather.",
-            "tool_call> get_weather(id=",
-            '[tool_call.done] get_weather {"city": "Paris"}',
-            "[stop] finish_reason=tool_call usage: prompt=",
-            'tool> get_weather({"city": "Paris"}) -> 18 degrees C, light rain',
-            "text> Here is what I found: 18 degrees C, light rain",
-            "[text.done] 46 characters",
-            "[stop] finish_reason=stop usage: prompt=",
-        ]
+        spec, record, _ = adapters.resolve(protocol)
+        assert f"client {spec.client_type}," in section.splitlines()[0]
+        if not isinstance(record.new_decoder(), SSEDecoder):  # an embedding call (02 §10)
+            expected_in_order = [
+                "user> What is the weather in Paris?",
+                "embedding> <8 floats>",
+                "[embedding.done] 8 dimensions",
+                "[stop] finish_reason=stop usage: prompt=",
+            ]
+        else:
+            expected_in_order = AGENT_TURN
         position = 0
         for expected in expected_in_order:
             found = section.find(expected, position)
             assert found >= 0, f"{protocol}: {expected!r} missing after {section[position:]!r}"
             position = found + len(expected)
+
+
 
 
 def test_replay_prints_the_unified_stream_of_a_recorded_body(tmp_path: Path) -> None:
@@ -103,12 +119,6 @@ def test_chat_without_a_key_says_which_variable_to_set() -> None:
     assert "ANTHROPIC_API_KEY" in result.stderr
     assert "Traceback" not in result.stderr
 
-
-def test_serve_is_not_offered_until_it_exists() -> None:
-    assert "serve" not in run("--help").stdout
-    result = run("serve")
-    assert result.returncode == 2
-    assert "invalid choice: 'serve'" in result.stderr
 
 
 @contextmanager

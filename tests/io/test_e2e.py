@@ -35,6 +35,7 @@ from mmsp_core.model import (
     UniMessage,
     UsageMetadata,
 )
+from mmsp_core.sse import SSEDecoder
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import (
     AbortedError,
@@ -52,7 +53,12 @@ from mmsp_io.simulator import Reply, Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
 
-PROTOCOLS = list(simulated_protocols())
+#: Event-stream protocols: a one-body protocol (embeddings) streams no generation scenario
+#: (tests/io/test_e2e_embeddings.py runs those).
+PROTOCOLS = [
+    p for p in simulated_protocols()
+    if isinstance(adapters.PROTOCOLS[p].new_decoder(), SSEDecoder)
+]
 THOUGHT = "Let me think about Paris and the weather there."
 SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
     "ant-messages": (
@@ -70,7 +76,22 @@ SCENARIOS: dict[str, tuple[DoneItem, ...]] = {
         TextDone(text="I will look the weather up."),
         ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
     ),
+    "google-genai": (
+        ThinkingDone(thinking=THOUGHT, fidelity={"signature": "c2lnbmF0dXJl"}),
+        TextDone(text="I will look the weather up."),
+        ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
+    ),
+    "google-interactions": (
+        ThinkingDone(thinking=THOUGHT, fidelity={"signature": "c2lnbmF0dXJl"}),
+        TextDone(text="I will look the weather up."),
+        ToolCallDone(name="get_weather", tool_call_id="call_01", arguments={"city": "Paris"}),
+    ),
 }
+#: Protocols whose stream has no terminal event and ends with the body (08 D56).
+NO_TERMINAL_EVENT = {"google-genai"}
+#: Events a protocol's body sends before its first content, where not one (a lifecycle
+#: event): generateContent's first chunk already carries content.
+EVENTS_BEFORE_CONTENT = {"google-genai": 0}
 USAGE = UsageMetadata(cached_tokens=3, prompt_tokens=20, thoughts_tokens=5, response_tokens=9)
 WEATHER = ToolSchema(
     name="get_weather",
@@ -86,6 +107,11 @@ RELAXED = Timeouts(connect=5, first_event=10, idle=10, total=None)
 @pytest.fixture(params=PROTOCOLS)
 def protocol(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def client_type_of(protocol: str) -> str:
+    """The client type a protocol's name stands for (google-interactions: google-official)."""
+    return adapters.PROTOCOLS[protocol].compatible_client or protocol
 
 
 def scenario(protocol: str, **delivery: Any) -> Reply:
@@ -117,7 +143,7 @@ def client_for(sim: Simulator, protocol: str, tmp_path: Path, **options: Any) ->
         "sim-model",
         api_key=options.pop("api_key", sim.api_key),
         base_url=sim.base_url(protocol),
-        client_type=protocol,
+        client_type=client_type_of(protocol),
         trace_dir=tmp_path / "traces",
         **options,
     )
@@ -179,8 +205,13 @@ async def test_the_public_stream_gives_back_the_scenario(
     assert len(traces(tmp_path)) == 2  # the .json and .txt of trace_id "e2e/turn"
     [request] = sim.requests
     assert request.protocol == protocol
-    assert request.json["model"] == "sim-model"
-    assert request.json["stream"] is True
+    if protocol == "google-genai":  # the model is in the path, streaming is ?alt=sse (04 §4)
+        assert (request.path, request.query) == (
+            "/v1/models/sim-model:streamGenerateContent", "alt=sse"
+        )
+    else:
+        assert request.json["model"] == "sim-model"
+        assert request.json["stream"] is True
     assert sim.disconnects == []
 
 
@@ -196,6 +227,9 @@ async def test_each_client_sends_its_key_in_its_own_header(protocol: str, tmp_pa
         assert carrying == ["authorization", "x-api-key"]
         assert request.header("x-api-key") == "sk-canary-e2e"
         assert request.header("anthropic-version")
+    elif protocol in ("google-genai", "google-interactions"):  # never in the URL (08 D17)
+        assert carrying == ["x-goog-api-key"]
+        assert "sk-canary-e2e" not in request.query
     else:
         assert carrying == ["authorization"]
     if "authorization" in carrying:
@@ -217,6 +251,8 @@ async def test_a_stream_ends_at_its_terminal_event_on_a_connection_held_open(
     """08 D56: the whole body then a server that keeps the socket open (silent, or sending
     keep-alive comments): the last item and the stop come at once, and the client closes the
     connection instead of waiting for the idle timeout."""
+    if protocol in NO_TERMINAL_EVENT:
+        pytest.skip("generateContent has no terminal event: its stream ends with the body")
     reply = scenario(protocol, stall_at=len(body_of(protocol)), keepalive=keepalive)
     async with (
         Simulator.running(reply) as sim,
@@ -312,9 +348,12 @@ async def test_the_history_is_unchanged_by_a_failed_turn(protocol: str, tmp_path
 @pytest.mark.parametrize(
     ("status", "types"),
     [
-        (401, {"ant-messages": "authentication_error", "openai": "invalid_request_error"}),
-        (429, {"ant-messages": "rate_limit_error", "openai": "requests"}),
-        (500, {"ant-messages": "api_error", "openai": "server_error"}),
+        (401, {"ant-messages": "authentication_error", "openai": "invalid_request_error",
+               "google-genai": "UNAUTHENTICATED", "google-interactions": "UNAUTHENTICATED"}),
+        (429, {"ant-messages": "rate_limit_error", "openai": "requests",
+               "google-genai": "RESOURCE_EXHAUSTED", "google-interactions": "RESOURCE_EXHAUSTED"}),
+        (500, {"ant-messages": "api_error", "openai": "server_error",
+               "google-genai": "INTERNAL", "google-interactions": "INTERNAL"}),
     ],
 )
 async def test_http_errors_carry_the_providers_error(
@@ -326,7 +365,7 @@ async def test_http_errors_carry_the_providers_error(
     assert events == []
     assert isinstance(error, ProviderHTTPError)
     assert error.status == status
-    assert error.client == protocol
+    assert error.client == client_type_of(protocol)
     assert error.error_type == types.get(protocol, types["openai"])
     assert error.provider_message == "simulated trouble"
     assert error.request_id == "req_sim_1"
@@ -358,7 +397,7 @@ async def test_connection_refused(protocol: str, tmp_path: Path) -> None:
         "sim-model",
         api_key="sk-sim",
         base_url=f"http://127.0.0.1:{port}" + ("/v1" if protocol.startswith("openai") else ""),
-        client_type=protocol,
+        client_type=client_type_of(protocol),
         max_retries=0,
     )
     async with client:
@@ -430,7 +469,7 @@ async def test_the_connect_timeout(protocol: str) -> None:
             "sim-model",
             api_key="sk-sim",
             base_url=f"http://127.0.0.1:{port}/v1",
-            client_type=protocol,
+            client_type=client_type_of(protocol),
             max_retries=0,
         )
         async with client:
@@ -505,7 +544,8 @@ async def test_retries_before_the_first_event_then_success(protocol: str, tmp_pa
     async with Simulator.running(scenario(protocol)) as sim:
         sim.script.extend(
             [
-                scenario(protocol, error_after=1),  # an overload before any content
+                # an overload before any content
+                scenario(protocol, error_after=EVENTS_BEFORE_CONTENT.get(protocol, 1)),
                 Reply(status=500, retry_after=0),
                 Reply(status=429, retry_after=0),
             ]

@@ -23,7 +23,9 @@ import anyio
 import httpx
 import pytest
 
+import adapters
 from mmsp_core.model import FinishReason, TextDone, UniEvent, UniMessage
+from mmsp_core.sse import SSEDecoder
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import AutoLLMClient, Timeouts
 from mmsp_io.simulator import Simulator, simulated_protocols
@@ -32,7 +34,12 @@ STREAMS = 1000
 POOLS = 20
 #: Seconds the simulator waits before each event: a stream lasts ~20 of them.
 EVENT_DELAY = 0.01
-PROTOCOLS = list(simulated_protocols())
+#: Event-stream protocols: a one-body protocol (embeddings) streams no generation scenario
+#: (tests/io/test_e2e_embeddings.py runs those).
+PROTOCOLS = [
+    p for p in simulated_protocols()
+    if isinstance(adapters.PROTOCOLS[p].new_decoder(), SSEDecoder)
+]
 #: Two sockets per stream (both ends live in this process) plus headroom.
 FILES_NEEDED = 2 * STREAMS + 512
 
@@ -83,7 +90,7 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
                     "sim-model",
                     api_key=sim.api_key,
                     base_url=sim.base_url(protocol),
-                    client_type=protocol,
+                    client_type=adapters.PROTOCOLS[protocol].compatible_client or protocol,
                     http_client=http,
                     timeouts=timeouts,
                     max_retries=0,

@@ -1,0 +1,38 @@
+"""Gemini generateContent: the wire protocol of ``google-genai`` (spec 04 §1, §4; 05; 06 §4).
+
+``machine`` decodes a ``streamGenerateContent?alt=sse`` response, ``request`` builds requests,
+``render`` writes the body a server would send, ``usage`` is the one usage mapping both of them
+use, ``profiles`` holds the client type's per-client data (08 D63) and ``simulate`` the
+simulator's dialect. ``thinking`` (Gemini model modes and thinking levels, 05 §2.3) and
+``shapes`` (Google's error bodies and model list) are shared with the Interactions protocol of
+``google-official``. The protocol name ``"google-genai"`` as a decode source behaves as the
+``google-genai`` client.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from adapters._spec import Traits, WireProtocol
+
+from . import shapes, simulate
+from .machine import GenAIMachine
+from .render import normalize, render
+from .request import build_request, check_config
+
+__all__ = ["PROTOCOL"]
+
+
+PROTOCOL: Final = WireProtocol(
+    name="google-genai",
+    new_machine=GenAIMachine,
+    build_request=build_request,
+    check_config=check_config,
+    render=render,
+    traits=Traits(
+        display_name="Gemini generateContent",
+        error_shape=shapes.ERROR_SHAPE,
+        dialect=simulate.DIALECT,
+    ),
+    normalize=normalize,
+)

@@ -1,0 +1,61 @@
+"""How the Gemini Interactions API speaks, for the provider simulator (08 D63).
+
+``POST /v1/interactions`` at the origin (spec 04 §4), the key in ``x-goog-api-key`` only
+(08 D17), Google's error bodies and model list (``google_genai.shapes``, shared with
+generateContent: ``GET /v1/models`` gives ``models[].name``, 04 §5) and an ``error`` event for
+an in-stream overload (08 D4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._simulate import text_parts
+from .._spec import SimulatorDialect, Turn
+from ..google_genai.shapes import error_body, model_list_body
+
+__all__ = ["DIALECT", "read_turn"]
+
+
+def read_turn(body: Mapping[str, Any]) -> Turn:
+    """The last user text, the tools offered and the tool results of an Interactions request.
+
+    ``input`` is a list of steps (or a plain string): the text blocks of the last
+    ``user_input`` step are the question, each ``function_result`` step's text a tool result.
+    """
+    question, results = "", []
+    steps = body.get("input") or ()
+    if isinstance(steps, str):
+        steps = [{"type": "user_input", "content": [{"type": "text", "text": steps}]}]
+    for step in steps:
+        if not isinstance(step, Mapping):
+            continue
+        if step.get("type") == "user_input" and (
+            texts := text_parts(step.get("content"), ("text",))
+        ):
+            question = "".join(texts)
+        elif step.get("type") == "function_result":
+            results.append("".join(text_parts(step.get("result"), ("text",))))
+    tools = tuple(
+        (tool["name"], tool.get("parameters") or {})
+        for tool in body.get("tools") or ()
+        if tool.get("type") == "function" and "name" in tool
+    )
+    return Turn(question, tools, tuple(results))
+
+
+DIALECT: Final = SimulatorDialect(
+    route=("POST", r"/v1/interactions"),
+    base_path="",
+    key_headers=("x-goog-api-key",),
+    request_id_header="x-request-id",
+    error_body=error_body,
+    bad_key_message="API key not valid. Please pass a valid API key.",
+    stream_error=b'data: {"event_type":"error","error":{"code":503,'
+    b'"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}\n\n',
+    read_turn=read_turn,
+    tool_call_id_prefix="call_sim_",
+    content_type="text/event-stream",
+    model_list=model_list_body,
+)

@@ -1,0 +1,249 @@
+"""``python -m benchmarks``: the whole benchmark in one command (issue 9).
+
+Theory of operation:
+
+1. ``bodies.build`` renders every body of the matrix into a temporary directory: each
+   registered protocol with an event stream, text and tool-call shapes, each N.
+2. ``server.running`` starts the loopback server in its own process over that directory.
+3. For each body, each chunking and each consumer (``consumers.CONSUMERS``, peers only when
+   their package is importable by the peer interpreter) one fresh process runs one warm-up
+   and ``--runs`` timed passes and verifies each; the consumers of one body run one after
+   another, so every ratio compares processes of the same run and minute.
+4. Then, per body: the pure pipeline over in-memory bytes (``memory``); ``import mmsp_io`` in
+   fresh interpreters; the concurrent streams under asyncio and trio.
+5. ``report`` prints the markdown tables; ``--json`` saves every measurement.
+
+Processes run one at a time (the machine's other core serves the bytes). The library measured
+is whatever ``import mmsp_io`` finds in a process started with ``-P`` (the working directory
+is not on its path): the installation, or a tree put first on ``PYTHONPATH``; the report
+names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from . import bodies, consumers, report, server
+
+FULL_NS: Final = (1_000, 10_000, 100_000)
+QUICK_NS: Final = (2_000,)
+FULL_STREAMS: Final = 1000
+QUICK_STREAMS: Final = 200
+#: The package each peer needs in the peer interpreter.
+PEER_MODULES: Final = {"mmsp-0.5.6": "mmsp", "openai-sdk": "openai", "anthropic-sdk": "anthropic"}
+_IMPORT_MMSP_IO: Final = (
+    "import time; t = time.perf_counter(); import mmsp_io; print(time.perf_counter() - t)"
+)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (``--help``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="The streaming benchmark in one command (benchmarks/README.md).",
+    )
+    parser.add_argument("--quick", action="store_true",
+                        help="a reduced matrix that runs in under two minutes")
+    parser.add_argument("--n", type=int, nargs="+", help="fragments per body "
+                        f"(default {' '.join(map(str, FULL_NS))}; quick: "
+                        f"{' '.join(map(str, QUICK_NS))})")
+    parser.add_argument("--protocols", nargs="+", help="default: every registered protocol")
+    parser.add_argument("--shapes", nargs="+", choices=bodies.SHAPES,
+                        help="default: text and tool; quick: text")
+    parser.add_argument("--chunkings", nargs="+", choices=bodies.CHUNKINGS,
+                        help="default: event and packed; quick: event")
+    parser.add_argument("--consumers", nargs="+", choices=list(consumers.CONSUMERS),
+                        help="default: all (peers when installed)")
+    parser.add_argument("--runs", type=int, help="timed runs per process after one warm-up "
+                        "(default 5; quick: 3; at least 3 for a result worth reporting)")
+    parser.add_argument("--no-peers", action="store_true", help="leave the peers out")
+    parser.add_argument("--peer-python", default=sys.executable,
+                        help="the interpreter of the peers (a venv with the bench extra)")
+    parser.add_argument("--streams", type=int, help="concurrent streams through one client "
+                        f"(default {FULL_STREAMS}; quick: {QUICK_STREAMS}; 0: skip)")
+    parser.add_argument("--stream-protocols", nargs="+",
+                        help="the protocols of the concurrent run (default: the first measured)")
+    parser.add_argument("--stream-n", type=int, default=100,
+                        help="text deltas of each concurrent stream")
+    parser.add_argument("--import-samples", type=int, default=7,
+                        help="fresh interpreters timing `import mmsp_io` (0: skip)")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the in-memory pipeline table")
+    parser.add_argument("--timeout", type=float, default=900,
+                        help="seconds one process may take before it is reported as failed")
+    parser.add_argument("--json", type=Path, help="save every measurement to this file")
+    args = parser.parse_args(argv)
+    if args.n is None:
+        args.n = list(QUICK_NS if args.quick else FULL_NS)
+    if args.shapes is None:
+        args.shapes = ["text"] if args.quick else list(bodies.SHAPES)
+    if args.streams is None:
+        args.streams = QUICK_STREAMS if args.quick else FULL_STREAMS
+    if args.chunkings is None:
+        args.chunkings = ["event"] if args.quick else list(bodies.CHUNKINGS)
+    if args.runs is None:
+        args.runs = 3 if args.quick else 5
+    if args.quick:
+        args.import_samples = min(args.import_samples, 5)
+    return args
+
+
+def _process(python: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Run ``python -P -m benchmarks.consumers ARGV``; its JSON, or an ``error``."""
+    command = [python, "-P", "-m", "benchmarks.consumers", *argv]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=server.child_env(),
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"runs": [], "error": f"took longer than {timeout:g} s", "peak_rss_kib": 0,
+                "library": None}
+    lines = done.stdout.strip().splitlines()
+    try:
+        result: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"runs": [], "error": f"exit {done.returncode}: {tail}", "peak_rss_kib": 0,
+                "library": None}
+    return result
+
+
+def installed_peers(python: str) -> dict[str, str]:
+    """The peers whose package ``python`` can import (mmsp only at version 0.5.6), each with
+    its package's version."""
+    probe = (
+        "import importlib.metadata as m, importlib.util as u, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    if u.find_spec(name) and (name != 'mmsp' or m.version('mmsp') == '0.5.6'):\n"
+        "        print(name, m.version(name))\n"
+    )
+    done = subprocess.run([python, "-P", "-c", probe, *PEER_MODULES.values()],
+                          capture_output=True, text=True, check=False)
+    found = dict(line.split() for line in done.stdout.splitlines() if line.count(" ") == 1)
+    return {peer: f"{module} {found[module]}" for peer, module in PEER_MODULES.items()
+            if module in found}
+
+
+def import_times(samples: int) -> list[float]:
+    """``import mmsp_io`` seconds in ``samples`` fresh interpreters."""
+    times = []
+    for _ in range(samples):
+        done = subprocess.run([sys.executable, "-P", "-c", _IMPORT_MMSP_IO],
+                              capture_output=True, text=True, env=server.child_env(),
+                              check=True)
+        times.append(float(done.stdout))
+    return times
+
+
+def machine() -> list[str]:
+    """What the report says about the machine and the run."""
+    model = platform.processor() or "unknown CPU"
+    with_cpuinfo = Path("/proc/cpuinfo")
+    if with_cpuinfo.is_file():
+        for line in with_cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return [
+        f"- machine: {model}, {os.cpu_count()} logical CPUs, {platform.platform()}",
+        f"- Python {platform.python_version()} ({sys.executable}); load average at start {load}",
+        f"- command: `{' '.join(['python -m benchmarks', *sys.argv[1:]])}`",
+        f"- {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+    ]
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark (module docstring); exit 1 when any consumer failed."""
+    args = parse(argv)
+    names = list(args.consumers or consumers.CONSUMERS)
+    peers = {} if args.no_peers else installed_peers(args.peer_python)
+    missing = [n for n in names if consumers.CONSUMERS[n].peer and n not in peers]
+    names = [n for n in names if n not in missing]
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
+    concurrent: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mmsp-bench-") as tmp:
+        ns = sorted(set(args.n))
+        built, skipped = bodies.build(Path(tmp), ns, args.shapes, args.protocols)
+        stream_bodies: list[bodies.Body] = []
+        if args.streams and built:
+            chosen = args.stream_protocols or [built[0].protocol]
+            stream_bodies, _ = bodies.build(Path(tmp), [args.stream_n], ["text"], chosen)
+        _log(f"{len(built)} bodies built; {len(skipped)} skipped")
+        with server.running(Path(tmp)) as origin:
+            for body in built:
+                for chunking in args.chunkings:
+                    for name in names:
+                        consumer = consumers.CONSUMERS[name]
+                        if not consumer.serves(body.protocol):
+                            continue
+                        python = args.peer_python if consumer.peer else sys.executable
+                        began = time.perf_counter()
+                        result = _process(python, [name, origin, bodies.dump(body), chunking,
+                                                   str(args.runs)], args.timeout)
+                        rows.append({"protocol": body.protocol, "shape": body.shape,
+                                     "n": body.n, "chunking": chunking, "consumer": name,
+                                     "process_seconds": time.perf_counter() - began,
+                                     **result})
+                        status = result["error"] or (
+                            f"{report.per_delta_us(rows[-1]):.1f} µs/delta")
+                        _log(f"{body.id} {chunking} {name}: {status}")
+                if not args.no_memory:
+                    result = _process(sys.executable, ["memory", origin, bodies.dump(body),
+                                                       "packed", str(args.runs)], args.timeout)
+                    memory.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
+                                   "consumer": "memory", **result})
+            for body in stream_bodies:
+                for loop in ("asyncio", "trio"):
+                    name = f"concurrent-{loop}"
+                    result = _process(sys.executable, [name, origin, bodies.dump(body), "event",
+                                                       str(args.streams)], args.timeout)
+                    concurrent.append({"protocol": body.protocol, "n": body.n, "consumer": name,
+                                       "streams": args.streams, "rss_before_kib": 0, **result})
+                    _log(f"{body.id} {name} x{args.streams}: {result['error'] or 'ok'}")
+    imports = import_times(args.import_samples)
+    elapsed = time.perf_counter() - started
+    protocols = list(dict.fromkeys(row["protocol"] for row in rows))
+    libraries = sorted({r["library"] for r in rows + memory + concurrent if r.get("library")})
+    lines = ["# MMSP streaming benchmark", "", *machine(),
+             f"- library measured: {', '.join(libraries) or 'not imported'}",
+             f"- {args.runs} timed runs after one warm-up per process, medians; "
+             f"{elapsed:.0f} s in all"]
+    if peers:
+        lines.append(f"- peers: {', '.join(sorted(set(peers.values())))} ({args.peer_python})")
+    if missing:
+        lines.append(f"- peers not installed (the bench extra), left out: {', '.join(missing)}")
+    lines += [f"- skipped: {s.protocol} {s.shape}: {s.reason}" for s in skipped]
+    matrix = [(shape, n, chunking) for chunking in args.chunkings for shape in args.shapes
+              for n in ns]
+    lines += report.per_event_tables(rows, protocols, names, matrix)
+    lines += report.first_event_table(rows, protocols, names, "text", ns[0])
+    if len(ns) > 1:
+        lines += report.rss_table(rows, protocols, names, args.shapes, ns[0], ns[-1])
+    lines += report.memory_table(memory, ns[-1])
+    lines += report.import_line(imports)
+    lines += report.concurrent_table(concurrent)
+    print("\n".join(lines))
+    if args.json:
+        document = {"rows": rows, "memory": memory, "concurrent": concurrent,
+                    "import_seconds": imports, "skipped": [vars(s) for s in skipped],
+                    "argv": list(sys.argv[1:]), "machine": machine()}
+        args.json.write_text(json.dumps(document, indent=1))
+    failed = [r for r in rows + memory + concurrent if r["error"]]
+    return 1 if failed else 0
+

@@ -1,0 +1,117 @@
+"""The MMSP server on the package's h11 core: one ``h11.Connection`` per socket, anyio, no
+web framework (spec 07 §1-§5). It runs under asyncio and trio.
+
+``serve(gateway)`` is the server for the length of an ``async with`` block (tests, embedding);
+``run(config, ...)`` is ``python -m mmsp_io serve``: it announces itself (07 §2's banner),
+serves until SIGINT or SIGTERM, then shuts down gracefully.
+
+Graceful shutdown: the core stops accepting at once and closes idle connections; streams in
+flight get ``grace`` seconds to finish, then their upstream calls are aborted, so each writes
+``data: [DONE]`` (07 §4's cancellation) within ``_FLUSH_SECONDS`` more, after which whatever is
+left is closed.
+
+The core's own refusals (413 for a body over 50 MiB, 431, 400 for bad HTTP) are answered in
+the server's JSON error form (07 §4): ``{"error": {"type": "InvalidRequestError", ...}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Callable
+from typing import Final
+
+import anyio
+
+from .. import httpserver
+from .handler import MAX_BODY_BYTES, Gateway, refusal
+
+__all__ = ["DEFAULT_GRACE", "DEFAULT_HOST", "DEFAULT_PORT", "banner", "run", "serve"]
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 25752
+DEFAULT_GRACE: Final = 10.0
+#: After the grace period, how long aborted streams have to write their ``[DONE]``.
+_FLUSH_SECONDS: Final = 1.0
+#: The core's refusal reasons, in 07 §4's wording where it has one.
+_REASONS: Final = {413: "Request body is too large."}
+
+
+def core_refusal(status: int, reason: str) -> tuple[str, bytes]:
+    """The body of a refusal the h11 core answers itself, in the server's error form."""
+    answer = refusal(status, "InvalidRequestError", _REASONS.get(status, reason))
+    return answer.headers[0][1], answer.body
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    gateway: Gateway,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    grace: float = DEFAULT_GRACE,
+) -> AsyncIterator[httpserver.HTTPServer]:
+    """Serve ``gateway`` on ``host:port`` (``0``: a free port) for the ``async with`` block;
+    leaving it shuts down gracefully (module docstring). The gateway's clients are closed.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    limits = httpserver.Limits(max_body_bytes=MAX_BODY_BYTES)
+    try:
+        async with anyio.create_task_group() as tasks:
+            async with httpserver.serve(gateway.handle, host=host, port=port, limits=limits,
+                                        grace=grace + _FLUSH_SECONDS,
+                                        refusal=core_refusal) as server:
+                try:
+                    yield server
+                finally:
+                    tasks.start_soon(_abort_after, gateway, grace)
+            tasks.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The task group wraps what the ``async with`` body raised; hand it back as it was.
+        if len(group.exceptions) != 1:
+            raise
+        error = group.exceptions[0]
+        raise error from error.__cause__
+    finally:
+        with anyio.CancelScope(shield=True):
+            await gateway.aclose()
+
+
+async def _abort_after(gateway: Gateway, grace: float) -> None:
+    await anyio.sleep(grace)
+    gateway.abort_streams("the server is shutting down")
+
+
+def banner(gateway: Gateway, url: str) -> list[str]:
+    """The start announcement of 07 §2: the address, the models, an open server said so."""
+    lines = [f"Starting MMSP server at {url}/v1",
+             f"Serving models: {', '.join(gateway.models)}"]
+    if gateway.config.open:
+        lines.append("Open server: api_keys is empty, every request is accepted")
+    return lines
+
+
+async def run(
+    gateway: Gateway,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    grace: float = DEFAULT_GRACE,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Serve ``gateway`` until SIGINT or SIGTERM, then shut down gracefully (module doc);
+    each line of the banner goes to ``announce``. Call it from the main thread.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with serve(gateway, host=host, port=port, grace=grace) as server:
+            for line in banner(gateway, server.url):
+                announce(line)
+            async for _ in signals:
+                announce("Shutting down: streams in flight have "
+                         f"{grace:g} s to finish")
+                break

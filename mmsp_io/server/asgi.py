@@ -1,0 +1,232 @@
+"""The MMSP server as an ASGI application: ``asgi_app(config)`` (issue 11 item 2).
+
+For users who run several workers under an ASGI server (hypercorn, uvicorn) behind a load
+balancer. The request handling is the gateway's (``mmsp_io.server.handler``), the same code the
+h11 front end runs; this module only adapts ASGI to it:
+
+- the body is read whole, at most 50 MiB (07 §1): a longer one, declared by
+  ``content-length`` or found while reading, is answered 413 in the server's error form, and
+  what the caller still sends is read and dropped for up to ``_LINGER_SECONDS`` so that it
+  reads the answer instead of a reset;
+- ``_Output`` gives the gateway the ``start``/``send``/``respond``/``cut`` of the h11 core's
+  ``Response`` over ASGI messages; a cut ends the application without ending the body, which
+  the ASGI server answers by closing the connection. The messages go to the ASGI ``send`` from
+  a task of their own, handed over one at a time: the gateway's wait for a slow caller is then
+  a wait for that hand-over, which its idle timeout can always interrupt, even where the ASGI
+  server shields its socket writes from cancellation (hypercorn on trio does). Such a server
+  still holds the connection of an idle caller until it reads or leaves; the upstream call is
+  aborted all the same;
+- while the gateway answers, a watcher waits for ``http.disconnect``: the caller leaving sets
+  ``client_gone`` and cancels the gateway, which closes the upstream response at once;
+- ``lifespan`` events are acknowledged; at shutdown the rows' HTTP clients are closed.
+
+Graceful shutdown is the ASGI server's: it stops accepting and lets requests in flight finish.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Final, final
+
+import anyio
+
+from ..httpserver import Request
+from .config import ConfigError, ServerConfig, load_config
+from .handler import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, MAX_BODY_BYTES, Gateway, refusal
+
+__all__ = ["ASGIApp", "asgi_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: After a 413, how long the rest of the body is read and dropped.
+_LINGER_SECONDS: Final = 5.0
+
+
+def asgi_app(
+    config: ServerConfig | Mapping[str, Any] | None = None,
+    *,
+    keepalive: float = DEFAULT_KEEPALIVE,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    trace_dir: str | os.PathLike[str] | None = None,
+) -> ASGIApp:
+    """The MMSP server of ``config`` as an ASGI 3 application (module docstring); the options
+    are the gateway's (``Gateway``). Without ``config`` the file ``MMSP_SERVER_CONFIG`` names is
+    loaded, so an ASGI server can build the app itself in each worker:
+    ``hypercorn --workers 4 'mmsp_io.server:asgi_app()'``.
+
+    Raises:
+        ConfigError: no configuration, an invalid one, or a row's client that cannot be built
+            (07 §2).
+    """
+    if config is None:
+        path = os.environ.get("MMSP_SERVER_CONFIG")
+        if not path:
+            raise ConfigError("no server configuration: pass one to asgi_app or set "
+                              "MMSP_SERVER_CONFIG")
+        config = load_config(path)
+    return ASGIApp(Gateway(config, keepalive=keepalive, idle_timeout=idle_timeout,
+                           trace_dir=trace_dir))
+
+
+class _Disconnected(Exception):
+    """The caller left before its request was whole."""
+
+
+@final
+class _Output:
+    """The gateway's ``Output`` over ASGI ``send`` (module docstring)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._outbox, self._inbox = anyio.create_memory_object_stream[Message](0)
+        self.started = False
+        self.complete = False
+        self._client_gone = False
+        self.scope: anyio.CancelScope | None = None
+
+    @property
+    def client_gone(self) -> bool:
+        return self._client_gone
+
+    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+        if self.started:
+            raise RuntimeError("the response was already started")
+        self.started = True
+        await self._outbox.send({"type": "http.response.start", "status": status,
+                                 "headers": [(k.encode(), v.encode()) for k, v in headers]})
+
+    async def send(self, data: bytes) -> None:
+        if data:
+            await self._outbox.send({"type": "http.response.body", "body": data,
+                                     "more_body": True})
+
+    async def end(self) -> None:
+        self.complete = True
+        await self._outbox.send({"type": "http.response.body", "body": b"",
+                                 "more_body": False})
+
+    async def respond(
+        self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
+    ) -> None:
+        await self.start(status, [*headers, ("content-length", str(len(body)))])
+        self.complete = True
+        await self._outbox.send({"type": "http.response.body", "body": body,
+                                 "more_body": False})
+
+    async def cut(self) -> None:
+        self.complete = True
+
+    async def pump(self) -> None:
+        """Hand the messages to the ASGI ``send``, one at a time, until ``close``."""
+        async with self._inbox:
+            async for message in self._inbox:
+                await self._send(message)
+
+    def close(self) -> None:
+        """No more messages: ``pump`` returns once the last one is sent."""
+        self._outbox.close()
+
+    def client_left(self) -> None:
+        if not self.complete and not self._client_gone:
+            self._client_gone = True
+            if self.scope is not None:
+                self.scope.cancel()
+
+
+@final
+class ASGIApp:
+    """An ASGI 3 application over one ``Gateway``; build it with ``asgi_app``."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+        else:  # websockets: refused, this server speaks HTTP only
+            await send({"type": "websocket.close", "code": 1003})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.gateway.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = tuple((k.decode("latin-1").lower(), v.decode("latin-1"))
+                        for k, v in scope.get("headers", ()))
+        try:
+            body = await self._body(headers, receive)
+        except _Disconnected:
+            return
+        if body is None:
+            answer = refusal(413, "InvalidRequestError", "Request body is too large.")
+            await send({"type": "http.response.start", "status": 413, "headers": [
+                (b"content-type", answer.headers[0][1].encode()),
+                (b"content-length", str(len(answer.body)).encode()), (b"connection", b"close")]})
+            # The body ends after the caller's: an ASGI server closes a connection whose
+            # response is complete while its request is not, and the caller would get a reset.
+            await send({"type": "http.response.body", "body": answer.body, "more_body": True})
+            with anyio.move_on_after(_LINGER_SECONDS):
+                while (await receive()).get("more_body", False):
+                    pass
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        out = _Output(send)
+        request = Request(
+            method=scope["method"],
+            path=scope["path"],
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            body=body,
+        )
+        async with anyio.create_task_group() as tasks:
+            out.scope = tasks.cancel_scope
+            tasks.start_soon(_watch, receive, out)
+            async with anyio.create_task_group() as sending:
+                sending.start_soon(out.pump)
+                try:
+                    await self.gateway.handle(request, out)
+                    if out.started and not out.complete:
+                        await out.end()
+                finally:
+                    out.close()
+            tasks.cancel_scope.cancel()
+
+    @staticmethod
+    async def _body(headers: Sequence[tuple[str, str]], receive: Receive) -> bytes | None:
+        """The request body, or ``None`` when it is longer than 50 MiB (module docstring).
+
+        Raises:
+            _Disconnected: the caller left before the body was whole.
+        """
+        declared = next((value for name, value in headers if name == "content-length"), "0")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return None
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                return None
+            if not message.get("more_body", False):
+                return bytes(body)
+
+
+async def _watch(receive: Receive, out: _Output) -> None:
+    """Wait for the caller to leave (module docstring)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    out.client_left()

@@ -1,0 +1,192 @@
+"""The MMSP server's configuration file: reading, ``$ENV`` references, validation (spec 07 §2).
+
+The file is JSON, ``{"models": [row, ...], "api_keys": [key, ...]}``. A row has ``model_id``
+(the upstream id as ``AutoLLMClient`` takes it), ``api_key`` and ``server_model_id`` (the id
+callers name), all required, and ``base_url`` and ``client_type``, optional (absent or empty:
+the client's own default). A cell of ``base_url``, ``api_key`` or ``client_type``, and an
+entry of ``api_keys``, that starts with ``$`` is an environment reference, ``$NAME`` or
+``${NAME}``; model ids are taken literally. Every refusal is a ``ConfigError`` whose message
+names the file and the cell (``models[2].api_key references $X, which is not set in the
+environment.``). Building each row's client, the last check of 07 §2, is the gateway's
+(``mmsp_io.server.handler.Gateway``), which names the row the same way.
+
+A row column this module does not know is refused too: a misspelt ``base_url`` would
+otherwise send the row's key to the vendor's default endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, final
+
+import attrs
+
+__all__ = ["ConfigError", "ModelRow", "ServerConfig", "load_config", "read_config",
+           "resolve_config"]
+
+_REQUIRED: Final = ("model_id", "api_key", "server_model_id")
+_OPTIONAL: Final = ("base_url", "client_type")
+#: The cells that may hold an environment reference (07 §2).
+_REFERENCES: Final = frozenset({"base_url", "api_key", "client_type"})
+_NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
+_REFERENCE: Final = re.compile(rf"\$(?:\{{(?P<braced>{_NAME})\}}|(?P<bare>{_NAME}))")
+
+
+class ConfigError(ValueError):
+    """A server configuration that cannot be served; the message names the cell at fault."""
+
+
+_Fail = Callable[[str], ConfigError]
+
+
+@final
+@attrs.frozen
+class ModelRow:
+    """One model the server serves, its references resolved (07 §2)."""
+
+    #: The id callers name in ``POST /v1/stream``.
+    server_model_id: str
+    #: The upstream model id, as ``AutoLLMClient`` takes it.
+    model_id: str
+    api_key: str = attrs.field(repr=False)
+    #: ``None``: the client's default (its base-URL variable, else the vendor's endpoint).
+    base_url: str | None = None
+    #: ``None``: ``CLIENT_TYPE``, else routed by the model id.
+    client_type: str | None = None
+
+
+@final
+@attrs.frozen
+class ServerConfig:
+    """A validated configuration: the rows in file order and the accepted bearer tokens."""
+
+    models: tuple[ModelRow, ...]
+    #: Empty: an open server, every request accepted (07 §2).
+    api_keys: tuple[str, ...] = attrs.field(default=(), repr=False)
+    #: Where it was read from, named in the errors of later checks.
+    source: str = ""
+
+    @property
+    def open(self) -> bool:
+        """Whether every request is accepted (no ``api_keys``)."""
+        return not self.api_keys
+
+
+def read_config(path: str | os.PathLike[str]) -> Any:
+    """Return the configuration document at ``path`` as written (no reference resolved).
+
+    Raises:
+        ConfigError: the file cannot be read or is not JSON.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the server configuration: {exc}") from exc
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path}: the server configuration is not JSON: {exc}") from exc
+
+
+def load_config(
+    path: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> ServerConfig:
+    """Read, resolve and validate the configuration file at ``path`` (07 §2).
+
+    ``environ`` is where references are looked up (``os.environ`` when ``None``).
+
+    Raises:
+        ConfigError: as ``read_config`` and ``resolve_config``.
+    """
+    return resolve_config(read_config(path), source=str(path), environ=environ)
+
+
+def resolve_config(
+    document: Any, source: str = "", environ: Mapping[str, str] | None = None
+) -> ServerConfig:
+    """Validate ``document`` and resolve its environment references (07 §2).
+
+    Raises:
+        ConfigError: ``models`` is not a non-empty list of objects; a required column is not
+            a non-empty string; an optional column is not a string; a column is unknown; a
+            ``server_model_id`` repeats; ``api_keys`` is not a list of non-empty strings; a
+            reference is malformed or names a variable that is unset or empty. The message
+            names the cell.
+    """
+    env = os.environ if environ is None else environ
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"{source}: {message}" if source else message)
+
+    if not isinstance(document, Mapping):
+        raise fail('the configuration must be a JSON object {"models": [...], "api_keys": [...]}.')
+    models = document.get("models")
+    if not isinstance(models, list) or not models:
+        raise fail("models must be a non-empty list of model rows.")
+    rows: list[ModelRow] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(models):
+        rows.append(_row(row, f"models[{index}]", env, fail))
+        served = rows[-1].server_model_id
+        if served in seen:
+            raise fail(f"models[{index}].server_model_id {served!r} repeats "
+                       f"models[{seen[served]}].server_model_id.")
+        seen[served] = index
+    keys = document.get("api_keys")
+    if keys is None:
+        keys = []
+    if not isinstance(keys, list):
+        raise fail("api_keys must be a list of non-empty strings.")
+    tokens = []
+    for index, key in enumerate(keys):
+        cell = f"api_keys[{index}]"
+        if not isinstance(key, str) or not key:
+            raise fail(f"{cell} must be a non-empty string.")
+        tokens.append(_resolve(key, cell, env, fail))
+    return ServerConfig(models=tuple(rows), api_keys=tuple(tokens), source=source)
+
+
+def _row(row: Any, where: str, env: Mapping[str, str], fail: _Fail) -> ModelRow:
+    """One row read and resolved (``resolve_config``)."""
+    if not isinstance(row, Mapping):
+        raise fail(f"{where} must be an object.")
+    unknown = sorted(str(key) for key in row if key not in _REQUIRED + _OPTIONAL)
+    if unknown:
+        raise fail(f"{where} has unknown columns {unknown}; the columns are "
+                   f"{', '.join(_REQUIRED + _OPTIONAL)}.")
+    cells: dict[str, str | None] = {}
+    for column in _REQUIRED + _OPTIONAL:
+        value = row.get(column)
+        cell = f"{where}.{column}"
+        if column in _REQUIRED and (not isinstance(value, str) or not value):
+            raise fail(f"{cell} must be a non-empty string.")
+        if value is not None and not isinstance(value, str):
+            raise fail(f"{cell} must be a string.")
+        if value and column in _REFERENCES:
+            value = _resolve(value, cell, env, fail)
+        cells[column] = value or None
+    return ModelRow(
+        server_model_id=str(cells["server_model_id"]),
+        model_id=str(cells["model_id"]),
+        api_key=str(cells["api_key"]),
+        base_url=cells["base_url"],
+        client_type=cells["client_type"],
+    )
+
+
+def _resolve(value: str, cell: str, env: Mapping[str, str], fail: _Fail) -> str:
+    """``value``, or the variable it references when it starts with ``$`` (07 §2)."""
+    if not value.startswith("$"):
+        return value
+    match = _REFERENCE.fullmatch(value)
+    if match is None:
+        raise fail(f"{cell} starts with $ but is not a reference $NAME or ${{NAME}}.")
+    name = match["braced"] or match["bare"]
+    resolved = env.get(name)
+    if not resolved:
+        raise fail(f"{cell} references ${name}, which is not set in the environment.")
+    return resolved

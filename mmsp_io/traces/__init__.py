@@ -1,0 +1,419 @@
+"""The trace page: a small web server that shows the traces of a directory (07 §7, 08 D70).
+
+``python -m mmsp_io traces --dir DIR`` serves, by default on ``127.0.0.1:25750``, a page that
+lists the trace files the tracer (``mmsp_io.tracer``) wrote under ``DIR`` and shows one
+conversation readably. It runs on the server core of ``mmsp_io.httpserver`` (h11 and anyio),
+under asyncio or trio, apart from the MMSP server: the gateway serves only the routes of 07
+(08 D70).
+
+Theory of operation
+-------------------
+The page itself is static: ``page.html``, ``page.css`` and ``page.js`` beside this module,
+with no build step. The script asks two JSON routes for what to show and builds the view
+with DOM calls (``textContent``, never markup from a trace):
+
+- ``GET /``: the page, listing the traces;
+- ``GET /trace/<id>``: the same page, showing the conversation of trace ``<id>`` (the file
+  ``<id>.json``, 08 D14); for a trace that is outside or missing, under status 403 or 404;
+- ``GET /api/traces``: the list, ``{"traces": [{"id", "json", "txt", "size", "modified"}, ...],
+  "truncated"}``, newest first, at most ``max_listed`` entries;
+- ``GET /api/trace/<id>``: ``{"id", "raw", "transcript", "trace"}``, the trace document with
+  its messages legacy-normalised (spec 01 §9) and the links of its two files;
+- ``GET /raw/<file>``: a ``.json`` or ``.txt`` file of the directory as it is stored.
+
+Other refusals are ``{"error": {"status", "message"}}`` with their status.
+
+Containment: every ``<id>`` and ``<file>`` is percent-decoded, joined to the directory, and
+the result ``Path.resolve()``-d (following every symbolic link) and kept only when it
+``is_relative_to`` the resolved directory: an encoded ``..``, an absolute path, a link that
+leads out and a sibling directory whose name merely starts with the directory's (``cache-old``
+beside ``cache``) are all outside, answered 403. A path inside that names no regular file, a
+hidden one (a name starting with ``.``, as the tracer's temporary files do) or one that is
+neither ``.json`` nor ``.txt`` once resolved is answered 404; a path whose percent-decoding is
+not UTF-8 or holds a NUL is answered 400, and every method but ``GET`` 405.
+The file is opened without following a link in its last component and checked to be a regular
+file on the open descriptor, so a FIFO or a swapped-in link between the check and the read is
+refused, not waited on.
+
+Bounds (08 D18): a trace shown through ``/api/trace`` is read whole, up to ``max_trace_bytes``
+(a larger one is answered 422 and stays readable through ``/raw``, which streams it in
+pieces); the listing walks at most ``max_listed`` trace files. The page and its answers carry
+a strict content security policy (scripts and styles only from the page's own origin, images
+also as ``data:`` URIs and from the web, as a trace may link them), and a server bound to a
+loopback address answers only requests whose ``Host`` names a loopback host, so that a web
+site cannot read the traces through a rebound DNS name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final, TextIO, final
+from urllib.parse import quote, unquote
+
+import anyio
+import anyio.to_thread
+
+from adapters._json import BadField, loads_object
+from mmsp_core.messages import normalize_legacy_messages
+
+from .. import httpserver
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TracePage", "run"]
+
+#: Where ``python -m mmsp_io traces`` listens by default (07 §1, 08 D70).
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 25750
+
+_STATIC: Final = {
+    "page.css": "text/css; charset=utf-8",
+    "page.js": "text/javascript; charset=utf-8",
+}
+_RAW_TYPES: Final = {
+    ".json": "application/json; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
+_SECURITY_HEADERS: Final = (
+    (
+        "content-security-policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data: http: https:; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+)
+_READ_SIZE: Final = 65536
+#: Requests are only ever ``GET``s: no body is accepted.
+_LIMITS: Final = httpserver.Limits(max_body_bytes=0)
+
+
+@final
+class _Refusal(Exception):
+    """An answer other than 200, with the reason shown to the reader."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@final
+class TracePage:
+    """The handler of the trace page for the trace directory ``root`` (module docstring).
+
+    ``max_trace_bytes`` bounds a trace read whole to be shown; ``max_listed`` bounds the
+    listing.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_trace_bytes: int = 64 * 1024 * 1024,
+        max_listed: int = 10_000,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.max_trace_bytes = max_trace_bytes
+        self.max_listed = max_listed
+        #: The page's static files, read once.
+        self._static = {name: _static(name) for name in ("page.html", *_STATIC)}
+
+    @contextlib.asynccontextmanager
+    async def running(
+        self, *, host: str = DEFAULT_HOST, port: int = 0, grace: float = 0.0
+    ) -> AsyncIterator[httpserver.HTTPServer]:
+        """Serve the page on ``host:port`` (``0``: a free port) for the ``async with`` block.
+
+        Raises:
+            OSError: the port cannot be bound.
+        """
+        loopback = _is_loopback(host)
+
+        async def handle(request: httpserver.Request, response: httpserver.Response) -> None:
+            if loopback and not _names_loopback(request.header("host")):
+                refusal = _Refusal(403, "The Host header names no loopback host.")
+                await _send_refusal(response, refusal)
+                return
+            await self.handle(request, response)
+
+        async with httpserver.serve(handle, host=host, port=port, limits=_LIMITS,
+                                    grace=grace) as server:
+            yield server
+
+    async def handle(self, request: httpserver.Request, response: httpserver.Response) -> None:
+        """Answer one request (the routes of the module docstring); never raises a refusal."""
+        try:
+            if request.method != "GET":
+                raise _Refusal(405, f"The trace page answers only GET, not {request.method}.")
+            path = _decoded(request.path)
+            if path == "/":
+                await self._respond_page(response)
+            elif path.startswith("/trace/"):
+                trace_file = path.removeprefix("/trace/") + ".json"
+                try:
+                    await anyio.to_thread.run_sync(self._file, trace_file)
+                except _Refusal as refusal:  # the page says why, under the refusal's status
+                    await self._respond_page(response, refusal.status)
+                else:
+                    await self._respond_page(response)
+            elif path == "/api/traces":
+                listing = await anyio.to_thread.run_sync(self._listing)
+                await _respond_json(response, listing)
+            elif path.startswith("/api/trace/"):
+                shown = await anyio.to_thread.run_sync(self._trace,
+                                                       path.removeprefix("/api/trace/"))
+                await _respond_json(response, shown)
+            elif path.startswith("/raw/"):
+                await self._respond_raw(response, path.removeprefix("/raw/"))
+            elif path.removeprefix("/") in _STATIC:
+                name = path.removeprefix("/")
+                await response.respond(200, [("content-type", _STATIC[name]),
+                                             *_SECURITY_HEADERS], self._static[name])
+            else:
+                raise _Refusal(404, f"No page at {path}.")
+        except _Refusal as refusal:
+            if not response.started:
+                await _send_refusal(response, refusal)
+
+    async def _respond_page(self, response: httpserver.Response, status: int = 200) -> None:
+        await response.respond(status, [("content-type", "text/html; charset=utf-8"),
+                                     *_SECURITY_HEADERS], self._static["page.html"])
+
+    async def _respond_raw(self, response: httpserver.Response, relative: str) -> None:
+        """Stream the stored file ``relative`` in pieces (a ``.json`` or ``.txt`` file)."""
+        fd, suffix = await anyio.to_thread.run_sync(self._open, relative)
+        async with anyio.wrap_file(os.fdopen(fd, "rb")) as file:
+            await response.start(200, [("content-type", _RAW_TYPES[suffix]),
+                                       *_SECURITY_HEADERS])
+            while chunk := await file.read(_READ_SIZE):
+                await response.send(chunk)
+            await response.end()
+
+    # -- the file system, in worker threads ---------------------------------------------------
+
+    def _file(self, relative: str) -> Path:
+        """The resolved path of ``relative`` in the directory (module docstring: containment).
+
+        Only ``.json`` and ``.txt`` files are served, judged by the resolved name.
+
+        Raises:
+            _Refusal: 403 outside the directory; 404 for no regular file, a hidden one, or one
+                of another kind.
+        """
+        root = self.root.resolve()
+        try:
+            path = (root / relative).resolve()
+        except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
+            raise _Refusal(404, f"No trace file {relative}.") from None
+        if not path.is_relative_to(root):
+            raise _Refusal(403, f"{relative} is outside the trace directory.")
+        inside = path.relative_to(root).parts
+        try:
+            regular = path.is_file()
+        except OSError:
+            regular = False
+        hidden = any(part.startswith(".") for part in inside)
+        if not inside or hidden or path.suffix not in _RAW_TYPES or not regular:
+            raise _Refusal(404, f"No trace file {relative}.")
+        return path
+
+    def _open(self, relative: str) -> tuple[int, str]:
+        """Open ``relative`` for reading after the containment check; return the descriptor
+        and the suffix of the file opened.
+
+        Raises:
+            _Refusal: as ``_file``; 404 also when what is opened is no regular file.
+        """
+        path = self._file(relative)
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            raise _Refusal(404, f"No trace file {relative}.") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _Refusal(404, f"No trace file {relative}.")
+        return fd, path.suffix
+
+    def _trace(self, trace_id: str) -> dict[str, Any]:
+        """The answer of ``/api/trace/<trace_id>``: the document and links to its files.
+
+        Raises:
+            _Refusal: as ``_open``; 422 for a file too large to show whole, not UTF-8 JSON, or
+                no trace document (an object whose ``history`` is a list of messages).
+        """
+        json_name = f"{trace_id}.json"
+        with os.fdopen(self._open(json_name)[0], "rb") as file:
+            data = file.read(self.max_trace_bytes + 1)
+        if len(data) > self.max_trace_bytes:
+            raise _Refusal(422, f"{json_name} is larger than {self.max_trace_bytes} bytes; "
+                           "open the raw file instead.")
+        try:
+            document = loads_object(data.decode("utf-8"))
+        except (UnicodeDecodeError, BadField):
+            raise _Refusal(422, f"{json_name} is not a JSON object.") from None
+        history = document.get("history")
+        if not isinstance(history, list):
+            raise _Refusal(422, f"{json_name} is not a trace: it has no history list.")
+        return {
+            "id": trace_id,
+            "raw": _link("/raw/", json_name),
+            "transcript": self._transcript(trace_id),
+            "trace": {**document, "history": normalize_legacy_messages(history)},
+        }
+
+    def _transcript(self, trace_id: str) -> str | None:
+        """The link of the ``.txt`` file of ``trace_id`` when ``/raw`` serves it, else ``None``."""
+        try:
+            self._file(f"{trace_id}.txt")
+        except _Refusal:
+            return None
+        return _link("/raw/", f"{trace_id}.txt")
+
+    def _listing(self) -> dict[str, Any]:
+        """The answer of ``/api/traces`` (module docstring)."""
+        root = self.root.resolve()
+        entries: list[tuple[float, dict[str, Any]]] = []
+        truncated = False
+        for path in _trace_files(root):
+            if len(entries) == self.max_listed:
+                truncated = True
+                break
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            relative = path.relative_to(root).as_posix()
+            trace_id = relative.removesuffix(".json")
+            entries.append((info.st_mtime, {
+                "id": trace_id,
+                "json": _link("/raw/", relative),
+                "txt": self._transcript(trace_id),
+                "size": info.st_size,
+                "modified": _modified(info.st_mtime),
+            }))
+        entries.sort(key=lambda entry: entry[0], reverse=True)
+        return {"traces": [entry for _, entry in entries], "truncated": truncated}
+
+
+def _trace_files(root: Path) -> Iterator[Path]:
+    """The visible ``.json`` files under ``root`` whose resolved path stays inside it.
+
+    A name that is not UTF-8 is left out: no request path can name it.
+    """
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories if _listable(d))
+        for name in sorted(files):
+            if not _listable(name) or not name.endswith(".json"):
+                continue
+            path = Path(directory, name)
+            with contextlib.suppress(OSError, RuntimeError):
+                if path.resolve().is_relative_to(root) and path.is_file():
+                    yield path
+
+
+def _listable(name: str) -> bool:
+    """Whether a file name is visible (no leading ``.``) and UTF-8 (no escaped bytes)."""
+    if name.startswith("."):
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _modified(mtime: float) -> str | None:
+    """A modification time as ISO 8601 in UTC, or ``None`` for one no date can hold."""
+    try:
+        return datetime.fromtimestamp(mtime, UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _static(name: str) -> bytes:
+    """The bytes of one of the page's static files."""
+    return resources.files(__package__).joinpath(name).read_bytes()
+
+
+def _decoded(target: str) -> str:
+    """The request path, percent-decoded.
+
+    Raises:
+        _Refusal: 400 when the decoded bytes are not UTF-8 or hold a NUL character.
+    """
+    try:
+        path = unquote(target, errors="strict")
+    except UnicodeDecodeError:
+        raise _Refusal(400, "The request path is not UTF-8.") from None
+    if "\0" in path:
+        raise _Refusal(400, "The request path holds a NUL character.")
+    return path
+
+
+def _link(prefix: str, relative: str) -> str:
+    """The URL path of ``relative`` under ``prefix``, every segment percent-encoded."""
+    return prefix + quote(relative, safe="/")
+
+
+async def _respond_json(response: httpserver.Response, value: Any) -> None:
+    """Answer 200 with ``value`` as JSON; a value JSON cannot carry (NaN) is answered 422."""
+    try:
+        # ASCII: a lone surrogate a trace's JSON may escape stays an escape, as it came.
+        body = json.dumps(value, allow_nan=False).encode()
+    except ValueError:
+        raise _Refusal(422, "The trace holds a number JSON cannot carry (NaN or infinity).") \
+            from None
+    await response.respond(200, [("content-type", "application/json; charset=utf-8"),
+                                 *_SECURITY_HEADERS], body)
+
+
+async def _send_refusal(response: httpserver.Response, refusal: _Refusal) -> None:
+    """Answer ``refusal`` as ``{"error": {"status", "message"}}``."""
+    body = json.dumps({"error": {"status": refusal.status, "message": refusal.message}}).encode()
+    headers = [("content-type", "application/json; charset=utf-8"), *_SECURITY_HEADERS]
+    if refusal.status == 405:
+        headers.append(("allow", "GET"))
+    await response.respond(refusal.status, headers, body)
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback host."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _names_loopback(value: str | None) -> bool:
+    """Whether a ``Host`` header (``host``, ``host:port``, ``[v6]:port``) names a loopback host."""
+    if value is None:
+        return False
+    bracketed = value.startswith("[")
+    host = value[1:].partition("]")[0] if bracketed else value.partition(":")[0]
+    return _is_loopback(host)
+
+
+async def run(root: str | os.PathLike[str], host: str, port: int, out: TextIO) -> int:
+    """Serve the trace page until cancelled (Ctrl-C); write the address to ``out`` first.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    page = TracePage(root)
+    async with page.running(host=host, port=port, grace=1.0) as server:
+        out.write(f"Serving the traces of {page.root} at {server.url}/ (Ctrl-C to stop)\n")
+        out.flush()
+        await anyio.sleep_forever()
+    return 0

@@ -1,0 +1,139 @@
+"""Every row of the model catalog works, or is refused when its client is built (issue 10 item 6).
+
+``adapters.list_supported_models()`` lists 125 ``(model, base_url, client)`` rows (spec 04 §7).
+Each row either streams against the provider simulator, through ``AutoLLMClient`` with the
+row's model id and client type (the simulator standing in for the row's endpoint), or, for the
+Amazon Bedrock and Vertex AI rows (08 D23, D66), raises ``UnsupportedOperationError`` when the
+client is constructed, before any call. The walk goes over every row and reports every row
+that fails, each with its reason, under asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from contextlib import aclosing
+
+import httpx
+import pytest
+
+import adapters
+from adapters import SupportedModel
+from mmsp_core.model import UniEvent, UniMessage
+from mmsp_core.testing import assert_stream_grammar
+from mmsp_io import AutoLLMClient, MMSPError, Timeouts, UnsupportedOperationError
+from mmsp_io.simulator import Simulator
+
+ROWS = adapters.list_supported_models()
+QUESTION = UniMessage.user("What is the weather in Paris?")
+RELAXED = Timeouts(connect=5, first_event=10, idle=10, total=30)
+#: A key for the refused rows: their refusal must come from the endpoint, not a missing key.
+SOME_KEY = "sk-catalog-walk"
+
+
+def out_of_scope(row: SupportedModel) -> bool:
+    """Whether the row is a Bedrock or a Vertex AI row (08 D23, D66)."""
+    host = urllib.parse.urlsplit(row.base_url).hostname or ""
+    return row.base_url.startswith("bedrock://") or host == "aiplatform.googleapis.com" or (
+        host.endswith("-aiplatform.googleapis.com")
+    )
+
+
+IN_SCOPE = [row for row in ROWS if not out_of_scope(row)]
+REFUSED = [row for row in ROWS if out_of_scope(row)]
+
+
+def test_the_catalog_has_its_rows_and_its_out_of_scope_ones() -> None:
+    assert len(ROWS) == 125
+    assert sum(row.base_url.startswith("bedrock://") for row in REFUSED) == 9
+    assert len(REFUSED) == 15  # 9 Bedrock, 6 Vertex AI
+    assert {row.client for row in REFUSED} == {"anthropic-official", "google-genai"}
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=[f"{r.client}:{r.model}" for r in REFUSED])
+def test_bedrock_and_vertex_rows_are_refused_when_the_client_is_built(row: SupportedModel) -> None:
+    with pytest.raises(UnsupportedOperationError) as caught:
+        AutoLLMClient(row.model, api_key=SOME_KEY, base_url=row.base_url, client_type=row.client)
+    assert caught.value.operation in ("Amazon Bedrock", "Vertex AI")
+    assert SOME_KEY not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("client_type", "base_url"),
+    [
+        ("google-genai", "https://aiplatform.googleapis.com"),
+        ("google-official", "https://aiplatform.googleapis.com/v1beta1"),
+        ("google-genai", "https://europe-west4-aiplatform.googleapis.com"),
+        ("google-genai", "HTTPS://AIPLATFORM.GOOGLEAPIS.COM:443"),
+    ],
+)
+def test_a_vertex_host_on_a_gemini_client_is_refused_before_the_base_url_rule(
+    client_type: str, base_url: str
+) -> None:
+    with pytest.raises(UnsupportedOperationError) as caught:
+        AutoLLMClient("gemini-3.8-flash", api_key=SOME_KEY, base_url=base_url,
+                      client_type=client_type)
+    assert caught.value.operation == "Vertex AI"
+
+
+@pytest.mark.parametrize(
+    ("client_type", "base_url"),
+    [
+        ("google-genai", "https://generativelanguage.googleapis.com"),
+        ("google-genai", "https://notaiplatform.googleapis.com"),
+        ("openai-chat", "https://aiplatform.googleapis.com/v1"),  # not a Gemini client
+    ],
+)
+def test_other_hosts_are_not_vertex(client_type: str, base_url: str) -> None:
+    client = AutoLLMClient("gemini-3.8-flash", api_key=SOME_KEY, base_url=base_url,
+                           client_type=client_type)
+    assert client.base_url == base_url
+
+
+def protocol_of(row: SupportedModel) -> str:
+    """The wire protocol a row's calls speak: its client type routed for its model id (04 §2,
+    ``text-embedding-*`` on openai-official), then the model's class (08 D64).
+
+    Raises:
+        MMSPError: the row's client or protocol cannot be resolved (a protocol not built yet).
+    """
+    client = adapters.route(row.model, row.client)
+    return adapters.resolve(client, row.model)[1].name
+
+
+async def stream_row(sim: Simulator, http: httpx.AsyncClient, row: SupportedModel) -> str | None:
+    """Stream the question through the row's client against the simulator; ``None`` when it
+    ended with a stop the grammar accepts, else why not."""
+    try:
+        protocol = protocol_of(row)
+        base_url = sim.base_url(protocol)
+        asked = len(sim.requests)
+        events: list[UniEvent] = []
+        client = AutoLLMClient(row.model, api_key=sim.api_key, base_url=base_url,
+                               client_type=row.client, timeouts=RELAXED, max_retries=0,
+                               http_client=http)
+        async with client, aclosing(client.streaming_response([QUESTION], None)) as stream:
+            async for event in stream:
+                events.append(event)
+    except (MMSPError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        assert_stream_grammar(events)
+    except AssertionError as exc:
+        return f"the public stream breaks the grammar: {exc}"
+    if [r.protocol for r in sim.requests[asked:]] != [protocol]:
+        return f"the simulator saw {[r.protocol for r in sim.requests[asked:]]}, not {protocol}"
+    return None
+
+
+@pytest.mark.anyio
+async def test_every_other_row_streams_against_the_simulator(anyio_backend: str) -> None:
+    failures = []
+    # One connection pool for the whole walk (a client's own would build a TLS context).
+    async with Simulator.running() as sim, httpx.AsyncClient(timeout=None) as http:
+        for row in IN_SCOPE:
+            problem = await stream_row(sim, http, row)
+            if problem is not None:
+                failures.append(f"{row.client} {row.model} ({row.base_url}): {problem}")
+    assert failures == [], f"{len(failures)} of {len(IN_SCOPE)} rows fail:\n" + "\n".join(
+        failures
+    )

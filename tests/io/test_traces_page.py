@@ -1,0 +1,382 @@
+"""The trace page over HTTP on loopback: listing, one trace, containment (07 §7, 08 D70).
+
+Requests that must reach the server exactly as written (``..`` segments, encoded dots, double
+slashes) go over a raw socket, as an HTTP client would normalise them away.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+import httpx
+import pytest
+from tracesample import ANSWER, SAMPLE_ID, write_sample
+
+from mmsp_io import cli, traces
+from mmsp_io.httpserver import HTTPServer
+from mmsp_io.traces import TracePage
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "not for the page"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A trace directory ``cache`` with the sample trace, beside a sibling ``cache-old`` and an
+    unrelated directory, and links inside it that lead out."""
+    cache = tmp_path / "cache"
+    write_sample(cache)
+    for outside in ("cache-old", "elsewhere"):
+        (tmp_path / outside).mkdir()
+        (tmp_path / outside / "secret.json").write_text(json.dumps({"history": [SECRET]}))
+        (tmp_path / outside / "secret.txt").write_text(SECRET)
+    (cache / "link-out.json").symlink_to(tmp_path / "elsewhere" / "secret.json")
+    (cache / "dir-out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    return cache
+
+
+@pytest.fixture
+async def page(root: Path) -> AsyncIterator[HTTPServer]:
+    async with TracePage(root).running() as server:
+        yield server
+
+
+async def raw_get(server: HTTPServer, target: str, host: str | None = None) -> tuple[int, bytes]:
+    """``GET target`` sent byte for byte; the status and the body (a short body, not chunked)."""
+    host_header = host if host is not None else f"127.0.0.1:{server.port}"
+    request = f"GET {target} HTTP/1.1\r\nHost: {host_header}\r\nConnection: close\r\n\r\n"
+    received = b""
+    async with await anyio.connect_tcp(server.host, server.port) as stream:
+        await stream.send(request.encode())
+        with anyio.fail_after(5):
+            while True:
+                try:
+                    received += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def error_of(body: bytes) -> str:
+    message = json.loads(body)["error"]["message"]
+    assert isinstance(message, str)
+    return message
+
+
+# -- the list, one trace, the page ---------------------------------------------------------------
+
+
+async def test_the_list_names_each_trace_with_links_to_its_files(
+    page: HTTPServer, root: Path
+) -> None:
+    write_sample(root, "later")
+    (root / ".later.json.123.tmp").write_text("{}")  # the tracer's temporary file: hidden
+    (root / ".hidden").mkdir()
+    write_sample(root / ".hidden", "x")
+    os.utime(root / f"{SAMPLE_ID}.json", (1_700_000_000, 1_700_000_000))
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.get("/api/traces")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    listing = answer.json()
+    # Newest first; the links that lead out and hidden files are not listed.
+    assert [t["id"] for t in listing["traces"]] == ["later", SAMPLE_ID]
+    assert listing["truncated"] is False
+    sample = listing["traces"][1]
+    assert sample["json"] == "/raw/agents/weather%20run.1.json"
+    assert sample["txt"] == "/raw/agents/weather%20run.1.txt"
+    assert sample["size"] == (root / f"{SAMPLE_ID}.json").stat().st_size
+    assert sample["modified"].startswith("2023-11-14T22:13:20")
+
+
+async def test_a_trace_without_its_transcript_is_listed_without_a_text_link(
+    page: HTTPServer, root: Path
+) -> None:
+    (root / f"{SAMPLE_ID}.txt").unlink()
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+        shown = (await http.get(f"/api/trace/{quote(SAMPLE_ID)}")).json()
+    assert listing["traces"][0]["txt"] is None
+    assert shown["transcript"] is None
+
+
+async def test_a_transcript_that_leads_out_is_not_linked(
+    page: HTTPServer, root: Path, tmp_path: Path
+) -> None:
+    (root / f"{SAMPLE_ID}.txt").unlink()
+    (root / f"{SAMPLE_ID}.txt").symlink_to(tmp_path / "elsewhere" / "secret.txt")
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+        shown = (await http.get(f"/api/trace/{quote(SAMPLE_ID)}")).json()
+    assert listing["traces"][0]["txt"] is None
+    assert shown["transcript"] is None
+
+
+async def test_a_name_that_is_not_utf8_is_left_out_of_the_list(
+    page: HTTPServer, root: Path
+) -> None:
+    (root / os.fsdecode(b"\xff.json")).write_text("{}")  # no URL can name it
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+    assert [t["id"] for t in listing["traces"]] == [SAMPLE_ID]
+
+
+def test_a_time_past_what_a_date_holds_is_no_time() -> None:
+    # tmpfs keeps such a modification time (ext4 clamps it), and the list must not fail on it.
+    assert traces._modified(1e18) is None
+    assert traces._modified(0) == "1970-01-01T00:00:00+00:00"
+
+
+async def test_a_lone_surrogate_in_a_trace_is_served_as_the_escape_it_was(
+    page: HTTPServer, root: Path
+) -> None:
+    (root / "odd.json").write_text('{"history": [], "note": "\\ud800 \u00e9"}')
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.get("/api/trace/odd")
+    assert answer.status_code == 200
+    assert b'"note": "\\ud800 \\u00e9"' in answer.content
+
+
+async def test_the_list_is_bounded(root: Path) -> None:
+    for n in range(3):
+        write_sample(root, f"more/{n}")
+    async with TracePage(root, max_listed=2).running() as server, httpx.AsyncClient() as http:
+        listing = (await http.get(server.url + "/api/traces")).json()
+    assert len(listing["traces"]) == 2
+    assert listing["truncated"] is True
+
+
+async def test_an_empty_or_missing_directory_lists_nothing(tmp_path: Path) -> None:
+    async with (
+        TracePage(tmp_path / "not-yet").running() as server,
+        httpx.AsyncClient() as http,
+    ):
+        listing = (await http.get(server.url + "/api/traces")).json()
+    assert listing == {"traces": [], "truncated": False}
+
+
+async def test_one_trace_as_json_is_the_document_with_links_to_its_files(
+    page: HTTPServer, root: Path
+) -> None:
+    stored = json.loads((root / f"{SAMPLE_ID}.json").read_text(encoding="utf-8"))
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        shown = (await http.get(f"/api/trace/{quote(SAMPLE_ID)}")).json()
+        raw = await http.get(shown["raw"])
+        transcript = await http.get(shown["transcript"])
+    assert shown["id"] == SAMPLE_ID
+    assert shown["trace"] == stored
+    assert raw.status_code == 200
+    assert raw.headers["content-type"] == "application/json; charset=utf-8"
+    assert raw.content == (root / f"{SAMPLE_ID}.json").read_bytes()
+    assert transcript.headers["content-type"] == "text/plain; charset=utf-8"
+    assert f"Text: {ANSWER}" in transcript.text
+
+
+@pytest.mark.filterwarnings("ignore:content item types without a .done suffix:FutureWarning")
+async def test_a_trace_with_legacy_item_types_is_shown_normalised(
+    page: HTTPServer, root: Path
+) -> None:
+    legacy = {"history": [{"role": "user", "content_items": [
+        {"type": "text", "text": "old"}, {"type": "partial_tool_call", "name": "x"}]}]}
+    (root / "old.json").write_text(json.dumps(legacy))
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        shown = (await http.get("/api/trace/old")).json()
+    assert shown["trace"]["history"][0]["content_items"] == [{"type": "text.done", "text": "old"}]
+
+
+async def test_a_large_trace_is_shown_only_raw(root: Path) -> None:
+    size = (root / f"{SAMPLE_ID}.json").stat().st_size
+    async with (
+        TracePage(root, max_trace_bytes=size - 1).running() as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        shown = await http.get(f"/api/trace/{quote(SAMPLE_ID)}")
+        raw = await http.get(f"/raw/{quote(SAMPLE_ID)}.json")
+    assert shown.status_code == 422
+    assert "open the raw file" in shown.json()["error"]["message"]
+    assert raw.content == (root / f"{SAMPLE_ID}.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "is not a JSON object"),
+        (b"\xff\xfe", "is not a JSON object"),
+        (b"[1, 2]", "is not a JSON object"),
+        (b'{"history": "none"}', "has no history list"),
+        (b"[" * 100_000 + b"]" * 100_000, "is not a JSON object"),
+        (b'{"history": [], "config": {"temperature": NaN}}', "NaN"),
+    ],
+    ids=["not-json", "not-utf8", "array", "no-history", "deep", "nan"],
+)
+async def test_a_file_that_is_no_trace_is_answered_422(
+    page: HTTPServer, root: Path, content: bytes, message: str
+) -> None:
+    (root / "bad.json").write_bytes(content)
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.get("/api/trace/bad")
+    assert answer.status_code == 422
+    assert message in answer.json()["error"]["message"]
+
+
+async def test_the_page_and_its_files_are_served_with_a_strict_policy(page: HTTPServer) -> None:
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        home = await http.get("/")
+        one = await http.get(f"/trace/{quote(SAMPLE_ID)}")
+        script = await http.get("/page.js")
+        style = await http.get("/page.css")
+    assert home.status_code == one.status_code == 200
+    assert home.headers["content-type"] == "text/html; charset=utf-8"
+    assert home.content == one.content
+    assert b'<script src="/page.js"' in home.content
+    assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert style.headers["content-type"] == "text/css; charset=utf-8"
+    policy = home.headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+    assert "default-src 'none'" in policy
+    assert home.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_the_cli_serves_the_page_until_interrupted(root: Path, anyio_backend: str) -> None:
+    command = [sys.executable, "-m", "mmsp_io", "traces", "--dir", str(root), "--port", "0",
+               "--backend", anyio_backend]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        banner = await anyio.to_thread.run_sync(process.stdout.readline)
+        assert banner.startswith(f"Serving the traces of {root} at http://127.0.0.1:")
+        url = banner.split(" at ")[1].split()[0]
+        async with httpx.AsyncClient() as http:
+            listing = (await http.get(url + "api/traces")).json()
+        assert [t["id"] for t in listing["traces"]] == [SAMPLE_ID]
+        process.send_signal(signal.SIGINT)
+        assert await anyio.to_thread.run_sync(lambda: process.wait(timeout=10)) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_the_cli_needs_a_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["traces"])
+    assert exited.value.code == 2
+    assert "--dir" in capsys.readouterr().err
+
+
+# -- containment: 403 outside, 404 missing --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/raw/../cache-old/secret.json",
+        "/raw/%2e%2e/cache-old/secret.json",
+        "/raw/%2E%2E%2Fcache-old%2Fsecret.txt",
+        "/raw/agents/../../elsewhere/secret.json",
+        "/raw//etc/passwd",
+        "/raw/%2Fetc%2Fpasswd",
+        "/raw/link-out.json",
+        "/raw/dir-out/secret.json",
+        "/raw/dir-out/secret.txt",
+        "/api/trace/../cache-old/secret",
+        "/api/trace/%2e%2e%2fcache-old%2fsecret",
+        "/api/trace/link-out",
+        "/api/trace/dir-out/secret",
+        "/trace/%2e%2e/cache-old/secret",
+        "/trace/dir-out/secret",
+    ],
+)
+async def test_a_path_outside_the_directory_is_refused_403(page: HTTPServer, target: str) -> None:
+    status, body = await raw_get(page, target)
+    assert status == 403
+    assert SECRET.encode() not in body
+    if target.startswith("/trace/"):  # the page, which asks /api/trace and says why
+        assert b'<script src="/page.js"' in body
+    else:
+        assert "outside the trace directory" in error_of(body)
+
+
+async def test_a_sibling_whose_name_starts_like_the_directory_is_outside(
+    page: HTTPServer, root: Path
+) -> None:
+    # The reference compares the resolved path's text with the directory's: cache-old passes.
+    assert str(root.parent / "cache-old" / "secret.json").startswith(str(root))
+    for target in ("/raw/../cache-old/secret.json", "/api/trace/..%2Fcache-old/secret"):
+        status, _ = await raw_get(page, target)
+        assert status == 403, target
+
+
+async def test_a_link_that_stays_inside_is_followed(page: HTTPServer, root: Path) -> None:
+    (root / "alias.json").symlink_to(root / f"{SAMPLE_ID}.json")
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        shown = await http.get("/api/trace/alias")
+    assert shown.status_code == 200
+    assert shown.json()["trace"]["config"]["model"] == "gpt-test"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/raw/missing.json",
+        "/api/trace/missing",
+        "/trace/missing",
+        "/raw/agents",  # a directory
+        "/raw/",
+        "/api/trace/",
+        "/raw/.later.json.1.tmp",  # hidden: the tracer's temporary files
+        "/raw/notes.md",  # not a trace file
+        "/raw/notes-link.json",  # a link to one
+        "/raw/fifo.json",  # no regular file: refused, not waited on
+        "/raw/loop.json",  # a loop of links
+        "/elsewhere",
+        "/api/tracesx",
+    ],
+)
+async def test_what_is_no_trace_file_inside_is_404(
+    page: HTTPServer, root: Path, target: str
+) -> None:
+    (root / ".later.json.1.tmp").write_text("{}")
+    (root / "notes.md").write_text("# notes")
+    (root / "notes-link.json").symlink_to(root / "notes.md")
+    os.mkfifo(root / "fifo.json")
+    (root / "loop.json").symlink_to(root / "loop.json")
+    with anyio.fail_after(5):
+        status, _ = await raw_get(page, target)
+    assert status == 404
+
+
+@pytest.mark.parametrize("target", ["/raw/%ff.json", "/raw/a%00.json"])
+async def test_a_path_that_is_no_text_is_400(page: HTTPServer, target: str) -> None:
+    status, _ = await raw_get(page, target)
+    assert status == 400
+
+
+async def test_only_get_is_answered(page: HTTPServer) -> None:
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.post("/api/traces")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "GET"
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [("localhost", 200), ("127.0.0.1:1", 200), ("[::1]:25750", 200),
+     ("evil.example:25750", 403), ("127.0.0.1.evil.example", 403), ("", 403)],
+)
+async def test_a_loopback_server_answers_only_a_loopback_host(
+    page: HTTPServer, host: str, status: int
+) -> None:
+    # A web page whose name was rebound to 127.0.0.1 sends its own name as Host.
+    answer, _ = await raw_get(page, "/api/traces", host=host)
+    assert answer == status
