@@ -1,4 +1,5 @@
-"""The adapter tests run once per JSON backend (``mmsp_core.jsonlib``): results never depend on it."""
+"""The adapter tests run once per JSON backend (``mmsp_core.jsonlib``): the results never
+depend on it."""
 
 from __future__ import annotations
 

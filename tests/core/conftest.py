@@ -1,4 +1,5 @@
-"""The parser tests run once per JSON backend (``mmsp_core.jsonlib``): results never depend on it."""
+"""The parser tests run once per JSON backend (``mmsp_core.jsonlib``): the results never
+depend on it."""
 
 from __future__ import annotations
 
