@@ -132,13 +132,15 @@ def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
             if "reasoning_details" in delta or "reasoning_content" in delta or "reasoning" in delta:
                 _read_reasoning(machine, delta, items)
             for field in _TEXT_FIELDS:
-                content = opt_string(delta, field)
-                if content:
-                    items.append(TextDelta(content, {"item_id": field}))
-            for fragment in opt_array(delta, "tool_calls") or ():
-                call = _tool_call(machine, fragment, text)
-                if call is not None:
-                    items.append(call)
+                if field in delta:  # an absent field costs no read (the hot path)
+                    content = opt_string(delta, field)
+                    if content:
+                        items.append(TextDelta(content, {"item_id": field}))
+            if "tool_calls" in delta:
+                for fragment in opt_array(delta, "tool_calls") or ():
+                    call = _tool_call(machine, fragment, text)
+                    if call is not None:
+                        items.append(call)
         reason = opt_string(choice, "finish_reason")
         if reason:
             finish = FINISH_REASONS.get(reason, FinishReason.UNKNOWN)
