@@ -7,7 +7,10 @@ Commands:
   ``AutoLLMClient`` as the protocol's client, with a fake key: a question,
   a streamed answer with thinking and a tool call, the local tool's result sent back, the
   final streamed answer; on an embedding protocol the question's one ``embedding.delta`` and
-  ``embedding.done`` and the stop (an embedding call). Needs no key and no network.
+  ``embedding.done`` and the stop (an embedding call). Last, the same agent loop through an
+  MMSP server (``mmsp_io.server``, spec 07) on another loopback port, whose one row is the
+  first protocol's client: ``client_type="mmsp"`` with only the gateway's token. Needs no key
+  and no network.
 - ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key is
   ``--api-key``, else the provider's ``<P>_API_KEY`` variable under the client's key-safety
   rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
@@ -79,6 +82,8 @@ __all__ = ["StreamPrinter", "main"]
 
 _DEMO_QUESTION: Final = "What is the weather in Paris?"
 _DEMO_KEY: Final = "sk-demo-not-a-real-key"
+#: The bearer token the demo's MMSP server accepts (07 §3).
+_DEMO_GATEWAY_TOKEN: Final = "mmsp-demo-token"
 #: The demo's local tool: a weather lookup table.
 _WEATHER: Final = {
     "Paris": "18 degrees C, light rain",
@@ -232,7 +237,30 @@ async def _demo(delay: float, printer: StreamPrinter) -> int:
                 model, api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
+        await _demo_gateway(sim, printer)
     return 0
+
+
+async def _demo_gateway(sim: simulator.Simulator, printer: StreamPrinter) -> None:
+    """The same agent turn through an MMSP server (spec 07) whose one row is the first
+    simulated protocol's client: the demo's caller holds only the gateway's token."""
+    from .server import Gateway, serve  # the server is only the demo's last part
+
+    protocol = simulator.simulated_protocols()[0]
+    spec, record, _ = adapters.resolve(protocol)
+    row = {"server_model_id": "demo-gateway-model", "model_id": "sim-model",
+           "api_key": _DEMO_KEY, "base_url": sim.base_url(protocol),
+           "client_type": spec.client_type}
+    config = {"models": [row], "api_keys": [_DEMO_GATEWAY_TOKEN]}
+    async with serve(Gateway(config), host="127.0.0.1", port=0) as server:
+        printer.line("")
+        printer.line(f"== MMSP server at {server.url}/v1 in front of "
+                     f"{record.traits.display_name}: client mmsp")
+        async with AutoLLMClient(
+            "demo-gateway-model", api_key=_DEMO_GATEWAY_TOKEN, base_url=f"{server.url}/v1",
+            client_type="mmsp",
+        ) as client:
+            await _agent_loop(client, _DEMO_QUESTION, printer)
 
 
 # --------------------------------------------------------------------------------------------

@@ -227,8 +227,9 @@ class Gateway:
                                    max_retries=max_retries)
         except (MMSPError, TypeError, ValueError) as exc:
             where = f"{self.config.source}: " if self.config.source else ""
+            message = redact(str(exc), row.api_key)
             raise ConfigError(f"{where}models[{index}] ({row.server_model_id!r}): "
-                              f"{type(exc).__name__}: {exc}") from exc
+                              f"{type(exc).__name__}: {message}") from exc
         self._http.append(http)
         return client
 

@@ -54,9 +54,13 @@ def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
     result = run("demo", "--backend", backend, "--delay", "0")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    sections = result.stdout.split("\n== ")[1:]
+    *sections, gateway = result.stdout.split("\n== ")[1:]
     protocols = simulator.simulated_protocols()
     assert len(sections) == len(protocols) >= 3
+    first = adapters.resolve(protocols[0])[1].traits.display_name
+    assert gateway.startswith("MMSP server at http://127.0.0.1:")
+    assert gateway.splitlines()[0].endswith(f"in front of {first}: client mmsp")
+    assert_in_order(gateway, AGENT_TURN, "mmsp")
     for protocol, section in zip(protocols, sections, strict=True):
         spec, record, _ = adapters.resolve(protocol)
         assert f"client {spec.client_type}," in section.splitlines()[0]
@@ -69,11 +73,16 @@ def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
             ]
         else:
             expected_in_order = AGENT_TURN
-        position = 0
-        for expected in expected_in_order:
-            found = section.find(expected, position)
-            assert found >= 0, f"{protocol}: {expected!r} missing after {section[position:]!r}"
-            position = found + len(expected)
+        assert_in_order(section, expected_in_order, protocol)
+
+
+def assert_in_order(section: str, expected_in_order: list[str], name: str) -> None:
+    """Each expected line appears in ``section``, in this order."""
+    position = 0
+    for expected in expected_in_order:
+        found = section.find(expected, position)
+        assert found >= 0, f"{name}: {expected!r} missing after {section[position:]!r}"
+        position = found + len(expected)
 
 
 

@@ -7,6 +7,7 @@ sees directly from the simulator, so what the server adds or loses shows.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -33,7 +34,14 @@ from serverkit import (
 )
 
 from mmsp_core.errors import MMSPError
-from mmsp_core.model import FinishReason, TextDone, ToolCallDone, UsageMetadata
+from mmsp_core.model import (
+    FinishReason,
+    InlineDataDone,
+    TextDone,
+    ToolCallDone,
+    UniMessage,
+    UsageMetadata,
+)
 from mmsp_core.wire import to_wire
 from mmsp_io import AutoLLMClient
 from mmsp_io.server import Gateway
@@ -96,6 +104,31 @@ async def test_every_protocol_streams_through_the_server_as_it_does_directly(
     assert "\\u00e9" not in response.text  # non-ASCII kept (07 §4)
     direct_request, forwarded = sim.requests
     assert forwarded.json == direct_request.json  # the same provider request either way
+
+
+async def test_message_bytes_arrive_as_base64_and_reach_the_provider_as_sent_directly(
+    front: str, tmp_path: Path
+) -> None:
+    protocol = "google-genai"  # the protocol whose requests carry inline bytes
+    if protocol not in PROTOCOLS:
+        pytest.skip(f"the simulator does not serve {protocol}")
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    message = UniMessage(role="user", content_items=(
+        TextDone(text="What is in this picture?"),
+        InlineDataDone(data=png, mime_type="image/png"),
+    ))
+    body = {"model": protocol, "messages": [to_wire(message)]}
+    assert isinstance(body["messages"][0]["content_items"][1]["data"], str)  # base64 text
+    async with Simulator.running() as sim:
+        expected = await direct(sim, protocol, {"messages": [message]}, tmp_path)
+        async with running(gateway(sim, [protocol], tmp_path), front) as origin, \
+                httpx.AsyncClient() as http:
+            _response, events = await post_stream(http, origin, body)
+    assert without_stamps(events[:-1]) == without_stamps(expected)
+    assert events[-2]["event_type"] == "stop"
+    direct_request, forwarded = sim.requests
+    assert forwarded.json == direct_request.json
+    assert base64.b64encode(png).decode() in forwarded.body.decode()
 
 
 @pytest.mark.parametrize("case", list(ERROR_CASES))
