@@ -12,10 +12,15 @@ the body's length and its last bytes, ``aiter_lines`` its ``data:`` lines and th
 every other consumer exactly N non-empty content deltas and a stop last. The process exits 1
 on an error.
 
-``memory`` runs no HTTP: the pure pipeline over the body in memory in 64 KiB chunks, and
-``json.loads`` over the same ``data:`` lines, timed alternately. ``concurrent-asyncio`` and
-``concurrent-trio`` run ``RUNS`` streams at once (there ``RUNS`` counts streams) through one
-``AutoLLMClient`` and its own pool after one warm-up stream, as one timed pass.
+The library's consumers run under its default JSON backend (``mmsp_core.jsonlib``: orjson
+when the ``fast`` extra is installed); their ``-json`` twins switch to the standard library's
+first, so both modes are measured in the same run.
+
+``memory`` runs no HTTP: the pure pipeline over the body in memory in 64 KiB chunks under each
+available JSON backend, and ``json.loads`` over the same ``data:`` lines, timed alternately.
+``concurrent-asyncio`` and ``concurrent-trio`` run ``RUNS`` streams at once (there ``RUNS``
+counts streams) through one ``AutoLLMClient`` and its own pool after one warm-up stream, as
+one timed pass.
 
 The peers (``mmsp-0.5.6``, ``openai-sdk``, ``anthropic-sdk``) import only the standard library,
 ``anyio`` and their own package, so they run under another interpreter too (``--peer-python``).
@@ -67,6 +72,9 @@ class Consumer:
     peer: bool = False
     #: The protocols a peer speaks; ``None``: every protocol.
     protocols: tuple[str, ...] | None = None
+    #: The library's JSON backend (``mmsp_core.jsonlib``) for this consumer; ``None``: the
+    #: default (orjson when installed).
+    json_backend: str | None = None
 
     def serves(self, protocol: str) -> bool:
         """Whether this consumer has a row for ``protocol``."""
@@ -366,12 +374,18 @@ CONSUMERS: Final = {
         Consumer("floor", "floor: httpx `stream` + `aiter_bytes`", _floor, "asyncio", "bytes"),
         Consumer("lines", "`aiter_lines` + `json.loads` (builds nothing)", _lines, "asyncio",
                  "lines"),
-        Consumer("pipeline", "this library, pure pipeline over `aiter_bytes`", _pipeline,
+        Consumer("pipeline", "this library, pure pipeline over `aiter_bytes`, orjson", _pipeline,
                  "asyncio", "deltas"),
-        Consumer("client-asyncio", "this library, `AutoLLMClient` (asyncio)", _client,
+        Consumer("client-asyncio", "this library, `AutoLLMClient` (asyncio), orjson", _client,
                  "asyncio", "deltas"),
-        Consumer("client-trio", "this library, `AutoLLMClient` (trio)", _client, "trio",
+        Consumer("client-trio", "this library, `AutoLLMClient` (trio), orjson", _client, "trio",
                  "deltas"),
+        Consumer("pipeline-json", "this library, pure pipeline, stdlib `json`", _pipeline,
+                 "asyncio", "deltas", json_backend="json"),
+        Consumer("client-asyncio-json", "this library, `AutoLLMClient` (asyncio), stdlib `json`",
+                 _client, "asyncio", "deltas", json_backend="json"),
+        Consumer("client-trio-json", "this library, `AutoLLMClient` (trio), stdlib `json`",
+                 _client, "trio", "deltas", json_backend="json"),
         Consumer("mmsp-0.5.6", "mmsp 0.5.6 `AutoLLMClient` (PyPI)", _mmsp_056, "asyncio",
                  "deltas", peer=True, protocols=_PEER_PROTOCOLS),
         Consumer("openai-sdk", "openai SDK raw stream", _openai_sdk, "asyncio", "deltas",
@@ -419,28 +433,35 @@ async def _timed(consumer: Consumer, url: str, body: Body, runs: int) -> list[di
 
 
 def _memory(body: Body, runs: int) -> dict[str, Any]:
-    """The pure pipeline over the body in memory and ``json.loads`` over its lines."""
+    """The pure pipeline over the body in memory under each available JSON backend (stdlib
+    ``json`` in ``runs``, orjson in ``runs_orjson``) and ``json.loads`` over its lines."""
     import adapters
+    from mmsp_core import jsonlib
 
     data = open(body.path, "rb").read()  # noqa: SIM115
     chunks = bodies.frames(data, "packed")
     lines = [line for line in bodies.data_lines(data) if line.startswith((b"{", b"[{"))]
     loads = json.loads
-    pipeline_cpu = []
+    pipeline_cpu: dict[str, list[float]] = {name: [] for name in jsonlib.available()}
     loads_cpu = []
     for index in range(runs + 1):
-        cpu = time.process_time()
-        count, last = bodies.content_deltas(adapters.decode(body.protocol, chunks))
-        cpu = time.process_time() - cpu
-        verify("deltas", body, count, last)
+        for name, spent_by_pipeline in pipeline_cpu.items():
+            jsonlib.use_backend(name)
+            cpu = time.process_time()
+            count, last = bodies.content_deltas(adapters.decode(body.protocol, chunks))
+            cpu = time.process_time() - cpu
+            verify("deltas", body, count, last)
+            if index:
+                spent_by_pipeline.append(cpu)
         started = time.process_time()
         for line in lines:
             loads(line)
         spent = time.process_time() - started
         if index:
-            pipeline_cpu.append(cpu)
             loads_cpu.append(spent)
-    return {"runs": [{"cpu": c} for c in pipeline_cpu], "loads": [{"cpu": c} for c in loads_cpu]}
+    return {"runs": [{"cpu": c} for c in pipeline_cpu["json"]],
+            "runs_orjson": [{"cpu": c} for c in pipeline_cpu.get("orjson", [])],
+            "loads": [{"cpu": c} for c in loads_cpu]}
 
 
 def run(consumer: str, url: str, body: Body, chunking: str, runs: int) -> dict[str, Any]:
@@ -459,6 +480,10 @@ def run(consumer: str, url: str, body: Body, chunking: str, runs: int) -> dict[s
         backend = consumer.removeprefix("concurrent-")
         return anyio.run(concurrent, base, body, runs, backend=backend)
     chosen = CONSUMERS[consumer]
+    if chosen.json_backend is not None:
+        from mmsp_core import jsonlib
+
+        jsonlib.use_backend(chosen.json_backend)
     return {"runs": anyio.run(_timed, chosen, base, body, runs, backend=chosen.backend)}
 
 

@@ -145,14 +145,18 @@ def memory_table(rows: Sequence[Row], n: int) -> list[str]:
             lines.append([row["protocol"], row["shape"], "failed", row["error"], ""])
             continue
         pipeline = per_delta_us(row)
+        fast = row.get("runs_orjson") or []
+        with_orjson = (f"{median(run['cpu'] for run in fast) / n * 1e6:.2f} µs" if fast
+                       else "not installed")
         loads = median(run["cpu"] for run in row["loads"]) / n * 1e6
-        lines.append([row["protocol"], row["shape"], f"{pipeline:.2f} µs", f"{loads:.2f} µs",
-                      f"{pipeline / loads:.1f}x"])
+        lines.append([row["protocol"], row["shape"], f"{pipeline:.2f} µs", with_orjson,
+                      f"{loads:.2f} µs", f"{pipeline / loads:.1f}x"])
     if not lines:
         return []
     head = f"## Pure pipeline over in-memory bytes, 64 KiB chunks, N = {n:,}"
     return ["", head, "", *_table(
-        ["protocol", "body", "pipeline per delta", "`json.loads` of its lines", "ratio"], lines)]
+        ["protocol", "body", "pipeline per delta, stdlib `json`", "with orjson",
+         "`json.loads` of its lines", "stdlib ratio"], lines)]
 
 
 def concurrent_table(rows: Sequence[Row]) -> list[str]:
