@@ -277,7 +277,7 @@ _PEER_PROTOCOLS: Final = ("ant-messages", "openai-chat", "openai-responses")
 
 @contextlib.asynccontextmanager
 async def _mmsp_056(url: str, body: Body) -> AsyncIterator[Pass]:
-    from mmsp import AutoLLMClient  # type: ignore[import-untyped]
+    from mmsp import AutoLLMClient
 
     client = AutoLLMClient(model="bench", client_type=body.protocol, base_url=url,
                            api_key=API_KEY)
