@@ -16,6 +16,9 @@ import pytest
 from benchmarks import bodies, consumers, run, server
 from benchmarks.bodies import Body
 
+#: One test worker runs the module: its tests share the bodies and their server (``origin``).
+pytestmark = pytest.mark.xdist_group("benchmarks")
+
 N = 6
 
 

@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+#: One test worker runs the module: its tests share one wheel build (``wheel``).
+pytestmark = pytest.mark.xdist_group("packaging")
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("mmsp_core", "adapters", "mmsp_io")
 #: What a wheel build reads from the checkout.

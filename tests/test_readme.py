@@ -28,6 +28,9 @@ import pytest
 
 from mmsp_io.simulator import Simulator
 
+#: One test worker runs the module: its examples share one mypy run (``mypy_errors``).
+pytestmark = pytest.mark.xdist_group("readme")
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "guide.md"

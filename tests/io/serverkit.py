@@ -57,10 +57,13 @@ def config(sim: Simulator, protocols: Sequence[str], *, keys: bool = True) -> di
     return {"models": [row(sim, p) for p in protocols], "api_keys": [TOKEN] if keys else []}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def _bound_socket() -> tuple[int, int]:
+    """A loopback socket bound to a free port: ``(file descriptor, port)``. Hypercorn is handed
+    the descriptor itself (``fd://``), so no other process can take the port in between."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    return sock.detach(), port
 
 
 @contextlib.asynccontextmanager
@@ -69,9 +72,9 @@ async def _hypercorn(app: ASGIApp) -> AsyncIterator[str]:
     import hypercorn.config
     import hypercorn.trio
 
-    port = _free_port()
+    fd, port = _bound_socket()
     settings = hypercorn.config.Config()
-    settings.bind = [f"127.0.0.1:{port}"]
+    settings.bind = [f"fd://{fd}"]
     settings.graceful_timeout = 2.0
     settings.accesslog = None
     settings.errorlog = logging.getLogger("hypercorn.test")

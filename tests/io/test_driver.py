@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -216,12 +215,9 @@ async def test_error_for_status_gets_a_bounded_preview(fake_clock: Callable[[], 
 
 
 async def test_connection_refused_on_a_closed_loopback_port(
-    fake_clock: Callable[[], int]
+    fake_clock: Callable[[], int], refusing_port: int
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v1/stream"
+    url = f"http://127.0.0.1:{refusing_port}/v1/stream"
     async with httpx.AsyncClient() as client:
         with pytest.raises(ProviderConnectionError) as caught:
             async with open_stream(client, url, REQUEST, json_pipeline(fake_clock),

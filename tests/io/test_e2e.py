@@ -389,14 +389,12 @@ async def test_a_wrong_key_is_refused_and_never_shown(protocol: str, tmp_path: P
     assert "sk-wrong-canary" not in f"{error} {error!r} {error.provider_message}"
 
 
-async def test_connection_refused(protocol: str, tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+async def test_connection_refused(protocol: str, refusing_port: int) -> None:
     client = AutoLLMClient(
         "sim-model",
         api_key="sk-sim",
-        base_url=f"http://127.0.0.1:{port}" + ("/v1" if protocol.startswith("openai") else ""),
+        base_url=f"http://127.0.0.1:{refusing_port}"
+        + ("/v1" if protocol.startswith("openai") else ""),
         client_type=client_type_of(protocol),
         max_retries=0,
     )

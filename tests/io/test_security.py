@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +94,8 @@ async def test_a_provider_echoing_the_key_inside_the_stream_is_redacted() -> Non
 
 
 @pytest.mark.anyio
-async def test_connection_errors_and_key_errors_do_not_show_the_key() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = AutoLLMClient("gpt-6", api_key=CANARY, base_url=f"http://127.0.0.1:{port}/v1",
+async def test_connection_errors_and_key_errors_do_not_show_the_key(refusing_port: int) -> None:
+    client = AutoLLMClient("gpt-6", api_key=CANARY, base_url=f"http://127.0.0.1:{refusing_port}/v1",
                            max_retries=0)
     error = await first_error(client)
     assert isinstance(error, ProviderConnectionError)

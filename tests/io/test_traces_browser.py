@@ -50,6 +50,8 @@ WAIT_SECONDS = 10
 
 pytestmark = [
     pytest.mark.anyio,
+    # One test worker runs the module: its tests share one browser (``browser``).
+    pytest.mark.xdist_group("browser"),
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no browser at {CHROMIUM} (Debian: apt-get "
                        "install chromium chromium-driver; .ci/run installs it)"),
     pytest.mark.skipif(not CHROMEDRIVER.exists(), reason=f"no driver at {CHROMEDRIVER} (Debian: "
