@@ -16,9 +16,10 @@ TESTS = Path(__file__).resolve().parent
 #: the protocol adapters. Their results never depend on the backend; running both proves it.
 BOTH_JSON_MODES = ("core", "adapters")
 #: Modules of those suites that never parse with the backend (they build requests, read the
-#: registry, the catalog or images, check sources): both runs would be the same run, so they
-#: run once, and ``json_backend`` fails one of their tests that parses with the backend after
-#: all (move its module out of this list then).
+#: registry, the catalog or images, check sources, convert parsed values to and from the MMSP
+#: wire format; ``adapters/test_mmsp.py`` parses that format from bytes in both modes): both
+#: runs would be the same run, so they run once, and ``json_backend`` fails one of their tests
+#: that parses with the backend after all (move its module out of this list then).
 ONE_JSON_MODE = frozenset({
     "adapters/test_anthropic_requests.py",
     "adapters/test_catalog.py",
@@ -35,7 +36,13 @@ ONE_JSON_MODE = frozenset({
     "core/test_messages.py",
     "core/test_purity.py",
     "core/test_request.py",
+    "core/test_wire.py",
 })
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first: a test worker that takes one late would run on alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _suite_module(path: Path) -> tuple[str, str]:
