@@ -3,7 +3,7 @@
 Each stream asks its own question and must get its own answer back, whole and in grammar.
 The simulator waits before every event, so the streams overlap: run one after another they
 would take far longer than the bound asserted here. Wall time and peak memory are printed
-(``pytest -s`` shows them).
+(``pytest -n 0 -s`` shows them; a test worker's output is not shown).
 
 The streams share ``POOLS`` ``httpx.AsyncClient`` objects of ``STREAMS / POOLS`` connections
 each rather than one client of ``STREAMS`` connections: httpcore's pool walks all its

@@ -4,9 +4,9 @@ The mmsp client -> the h11 server -> the provider simulator, all in this process
 asks its own question over one of the generation protocols and must get its own answer back,
 whole and in grammar. The same 500 streams are first run against the simulator directly, so
 the server's added latency to the first event shows, under load and, measured on
-``SINGLE_CALLS`` calls one at a time, without. Printed (``pytest -s``): the server's throughput
-in events per second, the first-event latency direct and through the server (median and 90th
-percentile), and the process's peak memory.
+``SINGLE_CALLS`` calls one at a time, without. Printed (``pytest -n 0 -s``: a test worker's
+output is not shown): the server's throughput in events per second, the first-event latency
+direct and through the server (median and 90th percentile), and the process's peak memory.
 
 Everything runs in one process, so the run is CPU-bound: through the server each event is
 parsed, checked and serialised twice more than directly. The bound asserted is relative to
