@@ -8,7 +8,8 @@ A protocol's machine is a subclass of ``TableMachine`` that declares three thing
   SSE ``event`` field, Responses by the JSON ``type``, Chat by whether the data is ``[DONE]``.
 * ``TRANSITIONS``: ``(state, wire name) -> (handler, next state)``, a module-level table in
   the style of h2's ``_transitions``. A handler is a plain function of ``(machine, data)`` that
-  returns the one client event of that wire event, or ``None`` when the event makes no sense
+  returns the one client event of that wire event (a ``UniEvent``, or a ``Fragment`` for a
+  plain text, thinking or arguments delta: 08 D65), or ``None`` when the event makes no sense
   in the machine's current sub-state (a delta for a block that is not open).
 * ``TERMINAL``: the states reached by the protocol's terminal event (``message_stop``,
   ``[DONE]``, ``response.completed`` / ``incomplete`` / ``failed``); entering one sets
@@ -30,21 +31,31 @@ After any exception the machine is poisoned: every later call raises ``RuntimeEr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, TypeAlias
 
 from mmsp_core.errors import MalformedEventError, MMSPError, UnknownEventError
-from mmsp_core.model import UniEvent
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import Fragment
+from mmsp_core.model import FinishReason, Item, UniEvent, UsageMetadata
 from mmsp_core.sse import SSEEvent
 
 from ._json import BadField, loads_object
 
-__all__ = ["EMPTY", "Handler", "TableMachine", "Transitions", "skip", "skip_rows"]
+__all__ = [
+    "EMPTY",
+    "Handler",
+    "TableMachine",
+    "Transitions",
+    "client_event",
+    "skip",
+    "skip_rows",
+]
 
 #: The client event of a wire event that carries nothing universal.
 EMPTY: Final = UniEvent("delta")
 
-Handler: TypeAlias = Callable[[Any, Any], UniEvent | None]
+Handler: TypeAlias = Callable[[Any, Any], ClientEvent | None]
 Transitions: TypeAlias = Mapping[tuple[Any, str], tuple[Handler, Any]]
 
 
@@ -59,6 +70,25 @@ def skip_rows(
     """Rows that skip each of ``names`` in each of ``states``, staying in the state (08 D51)."""
     listed = tuple(names)
     return {(state, name): (skip, state) for state in states for name in listed}
+
+
+def client_event(
+    items: list[Item | Fragment],
+    usage: UsageMetadata | None = None,
+    finish: FinishReason | None = None,
+) -> ClientEvent:
+    """The client event of a wire event that reports ``items`` (in order), usage and finish:
+    its lone ``Fragment`` as it is (the hot path), else a delta event, or a ``stop`` event
+    when it reports usage or a finish reason, with each fragment made its item."""
+    if usage is None and finish is None:
+        if len(items) == 1 and isinstance(items[0], Fragment):
+            return items[0]
+        return UniEvent("delta", _items(items))
+    return UniEvent("stop", _items(items), usage, finish)
+
+
+def _items(items: list[Item | Fragment]) -> tuple[Item, ...]:
+    return tuple(item.item() if isinstance(item, Fragment) else item for item in items)
 
 
 class TableMachine:
@@ -102,7 +132,7 @@ class TableMachine:
         """
         return sse.event, loads_object(sse.data)
 
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
+    def next_events(self, sse: SSEEvent) -> Sequence[ClientEvent]:
         """Return the client events of one SSE event (all-or-nothing).
 
         Raises:
@@ -139,7 +169,7 @@ class TableMachine:
                 self.client, _label(sse), detail=f"unreadable event: {type(exc).__name__}"
             ) from exc
 
-    def finish(self) -> list[UniEvent]:
+    def finish(self) -> Sequence[ClientEvent]:
         """End of input: machines hold nothing back, so completeness is the finalizer's."""
         return []
 

@@ -3,7 +3,9 @@
 Theory of operation (spec 02 §4-§7, RFC-0003 §4-§5):
 
 A machine yields *client* events: delta items only, zero or more per event, each tagged with
-``fidelity["item_id"]``; usage and finish reason on ``stop`` events, possibly in pieces. The
+``fidelity["item_id"]``; usage and finish reason on ``stop`` events, possibly in pieces; or,
+for the commonest delta, a ``kinds.Fragment``, which stands for its one delta item and takes a
+fast path when it continues the open item (``_push_fragment``; 08 D65). The
 finalizer keeps at most one *open item*. For each incoming fragment it decides (``_route``)
 whether the fragment continues the open item, begins a new one (closing the open item with its
 ``.done``), or is a fidelity-only tail of the open item under another kind. Public fragments
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from .errors import (
     EmptyResponseError,
@@ -32,10 +34,21 @@ from .errors import (
     StreamLimitError,
     StreamProtocolError,
 )
-from .kinds import KINDS, SURROGATE, Kind, repair_surrogates, replace_lone_surrogates
+from .kinds import (
+    KINDS,
+    SURROGATE,
+    Fragment,
+    Kind,
+    repair_surrogates,
+    replace_lone_surrogates,
+)
 from .model import FinishReason, Item, UniEvent, UsageMetadata
 
-__all__ = ["StreamItems"]
+__all__ = ["ClientEvent", "StreamItems"]
+
+#: What a machine yields and a finalizer takes (08 D65): an event, or a fragment standing for
+#: a delta event of one item.
+ClientEvent: TypeAlias = UniEvent | Fragment
 
 #: Largest joined growing field of one item (characters, bytes or floats); 08 D18.
 DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
@@ -132,7 +145,7 @@ class StreamItems:
 
     # -- public API ----------------------------------------------------------------------
 
-    def push(self, event: UniEvent) -> list[UniEvent]:
+    def push(self, event: ClientEvent) -> list[UniEvent]:
         """Take one client event; return the public delta events it decides.
 
         Raises:
@@ -147,6 +160,10 @@ class StreamItems:
         if self._state is not _OPEN:
             self._expect(_OPEN)
         try:
+            out: list[UniEvent] = []
+            if isinstance(event, Fragment):
+                self._push_fragment(event, out)
+                return out
             if event.event_type == "delta":
                 if event.usage_metadata is not None or event.finish_reason is not None:
                     raise self._protocol_error(
@@ -154,7 +171,6 @@ class StreamItems:
                     )
             elif event.event_type != "stop":
                 raise self._protocol_error(f"unknown event_type {event.event_type!r}")
-            out: list[UniEvent] = []
             for item in event.content_items:
                 self._push_item(item, out)
             if event.usage_metadata is not None:
@@ -215,6 +231,28 @@ class StreamItems:
         return UniEvent("stop", (), self._usage, self._finish, self._clock())
 
     # -- one fragment ----------------------------------------------------------------------
+
+    def _push_fragment(self, fragment: Fragment, out: list[UniEvent]) -> None:
+        """``_push_item`` of the delta ``fragment`` stands for: when it continues the open item
+        and has nothing to repair, only the steps that apply to it; else the general path."""
+        kind, growing, item_id = fragment
+        current = self._open
+        if (
+            current is not None
+            and current.kind is kind
+            and current.item_id == item_id
+            and current.first is not None
+            and not current.held
+            and growing.isascii()
+        ):
+            if not growing:  # an empty continuation is dropped (spec 02 §4)
+                return
+            size = current.size + len(growing)
+            if size > self._max_item_size:
+                raise StreamLimitError(f"{kind.name} item", self._max_item_size, size)
+            self._emit(current, kind.continuing(growing), growing, size, out)  # type: ignore[misc]
+            return
+        self._push_new(fragment.item(), out)
 
     def _push_item(self, item: Item, out: list[UniEvent]) -> None:
         current = self._open
