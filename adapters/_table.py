@@ -16,7 +16,9 @@ A protocol's machine is a subclass of ``TableMachine`` that declares three thing
   ``finished``, which ``StreamPipeline`` reads to ignore everything after that event and to
   tell the I/O layer it may stop reading (08 D56).
 
-``next_events`` looks the row up and runs the handler. A missing row (an unknown name, or a
+``next_events`` looks the row up and runs the handler. The kernel keeps the table regrouped
+by state (``_ROWS``, built once per class), and the current state's rows at hand, so a lookup
+hashes only the wire name. A missing row (an unknown name, or a
 known name in a state where it has no row) and a handler's ``None`` are the same case: the
 event is skipped with an empty delta event, or raises ``UnknownEventError`` in strict mode
 (08 D8, D36, D45, D51). Names a protocol knows and deliberately skips have rows to
@@ -103,17 +105,28 @@ class TableMachine:
         strict: unknown and out-of-place events raise ``UnknownEventError`` (08 D8).
     """
 
-    __slots__ = ("_failed", "client", "finished", "profile", "state", "strict")
+    __slots__ = ("_failed", "_rows", "client", "finished", "profile", "state", "strict")
 
     TRANSITIONS: ClassVar[Transitions]
     TERMINAL: ClassVar[frozenset[Any]] = frozenset()
     INITIAL: ClassVar[Any]
+    #: ``TRANSITIONS`` as ``state -> wire name -> row``.
+    _ROWS: ClassVar[Mapping[Any, Mapping[str, tuple[Handler, Any]]]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "TRANSITIONS" in cls.__dict__:
+            rows: dict[Any, dict[str, tuple[Handler, Any]]] = {}
+            for (state, name), row in cls.TRANSITIONS.items():
+                rows.setdefault(state, {})[name] = row
+            cls._ROWS = rows
 
     def __init__(self, client: str, profile: Any, *, strict: bool) -> None:
         self.client = client
         self.profile = profile
         self.strict = strict
         self.state: Any = self.INITIAL
+        self._rows = self._ROWS.get(self.INITIAL, _NO_ROWS)
         #: The terminal event has been seen (08 D56).
         self.finished = False
         self._failed = False
@@ -145,13 +158,14 @@ class TableMachine:
             raise RuntimeError("the machine already failed; build a new one")
         try:
             name, data = self.classify(sse)
-            row = self.TRANSITIONS.get((self.state, name))
+            row = self._rows.get(name)
             event = None if row is None else row[0](self, data)
             if event is None:
                 return [self._unexpected(name, sse)]
             next_state = row[1]  # type: ignore[index]
             if next_state is not self.state:
                 self.state = next_state
+                self._rows = self._ROWS.get(next_state, _NO_ROWS)
                 if next_state in self.TERMINAL:
                     self.finished = True
             return [event]
@@ -181,6 +195,10 @@ class TableMachine:
         state = getattr(self.state, "name", self.state)
         why = f"unexpected in state {state}" if known else "unknown event"
         raise UnknownEventError(self.client, _label(sse), detail=why)
+
+
+#: The rows of a state that has none (a terminal state, usually).
+_NO_ROWS: Final[Mapping[str, tuple[Handler, Any]]] = {}
 
 
 def _label(sse: SSEEvent) -> str:

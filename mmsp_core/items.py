@@ -28,6 +28,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
+from ._construct import delta_event
 from .errors import (
     EmptyResponseError,
     IncompleteStreamError,
@@ -344,7 +345,9 @@ class StreamItems:
                 growing = repaired
                 empty = kind.is_empty(fragment)
         emits = not empty or emitted_fid is not None
-        if emits and target.first is None and kind.lacks_headers(fragment):
+        # A held surrogate is content still to come out (joined, or as U+FFFD at the close),
+        # so a first fragment holding one must carry the headers as one that emits must.
+        if (emits or held) and target.first is None and kind.lacks_headers(fragment):
             raise self._protocol_error(
                 f"the first {kind.name}.delta of an item must carry the name and the tool_call_id"
             )
@@ -383,7 +386,7 @@ class StreamItems:
             chunks.append(run)
             target.compacted += 1
         target.size = size
-        out.append(UniEvent("delta", (public,), None, None, self._clock()))
+        out.append(delta_event(public, self._clock()))
 
     def _close_item(self, item: _OpenItem, out: list[UniEvent]) -> None:
         """Append the item's ``.done``, after a ``"\ufffd"`` fragment for a high surrogate
@@ -392,7 +395,7 @@ class StreamItems:
             item.held = ""
             kind = item.kind
             assert kind.with_growing is not None
-            # Only text kinds hold; their empty fragment needs no first fragment.
+            # Only kinds with text hold; a tool call holds only after its first fragment.
             filler = kind.with_growing(kind.empty_like(item.first), "\ufffd")
             public = kind.fragment(item.first, filler, None)
             if item.first is None:

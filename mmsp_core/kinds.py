@@ -16,6 +16,7 @@ from typing import Any, Final, NamedTuple, final
 import attrs
 
 from . import jsonlib
+from ._construct import text_fragment, thinking_fragment, tool_call_fragment
 from .errors import ToolCallArgumentParseError, preview
 from .model import (
     DeltaItem,
@@ -254,7 +255,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             done=lambda c, first, chunks, fid: TextDone("".join(chunks), fid),
             with_growing=lambda d, text: TextDelta(text, d.fidelity),
             tagged=lambda text, item_id: TextDelta(text, {"item_id": item_id}),
-            continuing=TextDelta,
+            continuing=text_fragment,
         ),
         Kind(
             "thinking",
@@ -270,7 +271,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             is_thinking=True,
             with_growing=lambda d, text: ThinkingDelta(text, d.fidelity),
             tagged=lambda text, item_id: ThinkingDelta(text, {"item_id": item_id}),
-            continuing=ThinkingDelta,
+            continuing=thinking_fragment,
         ),
         Kind(
             "tool_call",
@@ -285,7 +286,7 @@ KINDS: Final[Mapping[str, Kind]] = {
             done=_tool_done,
             with_growing=lambda d, text: ToolCallDelta(d.name, d.tool_call_id, text, d.fidelity),
             tagged=lambda text, item_id: ToolCallDelta("", "", text, {"item_id": item_id}),
-            continuing=lambda text: ToolCallDelta("", "", text),
+            continuing=tool_call_fragment,
         ),
         Kind(
             "inline_data",

@@ -147,6 +147,10 @@ class _Block(enum.Enum):
     #: any other block: it and its deltas produce nothing.
     SKIPPED = enum.auto()
 
+    # Members are singletons compared by identity: hashed as objects, in C, rather than by
+    # ``Enum.__hash__`` (Python code), since ``_DELTAS`` is read once per delta.
+    __hash__ = object.__hash__
+
 
 _BLOCK_KINDS: Final[Mapping[str, _Block]] = {
     "text": _Block.TEXT,
@@ -239,17 +243,16 @@ def _skip_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
 
 _DeltaHandler: TypeAlias = Callable[[str, Mapping[str, Any]], ClientEvent]
 
-#: ``(block kind, delta type)`` -> handler of ``(item id, delta)``. A delta type named here
-#: but arriving in another kind of block makes no sense (08 D45); a delta type named nowhere
-#: is skipped (06 §1).
-_DELTAS: Final[Mapping[tuple[_Block, str], _DeltaHandler]] = {
-    (_Block.TEXT, "text_delta"): _text_delta,
-    (_Block.TEXT, "citations_delta"): _skip_delta,
-    (_Block.THINKING, "thinking_delta"): _thinking_delta,
-    (_Block.THINKING, "signature_delta"): _signature_delta,
-    (_Block.TOOL_USE, "input_json_delta"): _input_json_delta,
+#: block kind -> delta type -> handler of ``(item id, delta)``. A delta type named here but
+#: arriving in another kind of block makes no sense (08 D45); a delta type named nowhere is
+#: skipped (06 §1).
+_DELTAS: Final[Mapping[_Block, Mapping[str, _DeltaHandler]]] = {
+    _Block.TEXT: {"text_delta": _text_delta, "citations_delta": _skip_delta},
+    _Block.THINKING: {"thinking_delta": _thinking_delta, "signature_delta": _signature_delta},
+    _Block.TOOL_USE: {"input_json_delta": _input_json_delta},
+    _Block.REDACTED_THINKING: {},
 }
-_KNOWN_DELTA_TYPES: Final = frozenset(delta_type for _, delta_type in _DELTAS)
+_KNOWN_DELTA_TYPES: Final = frozenset(name for handlers in _DELTAS.values() for name in handlers)
 
 
 def _on_block_delta(m: AnthropicMessagesMachine, text: str) -> ClientEvent | None:
@@ -263,7 +266,7 @@ def _on_block_delta(m: AnthropicMessagesMachine, text: str) -> ClientEvent | Non
         return None
     if kind is _Block.SKIPPED:
         return EMPTY
-    handler = _DELTAS.get((kind, delta_type))
+    handler = _DELTAS[kind].get(delta_type)
     if handler is None:
         return None if delta_type in _KNOWN_DELTA_TYPES else EMPTY
     return handler(str(index), delta)

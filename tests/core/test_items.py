@@ -738,6 +738,18 @@ def test_a_bad_fragment_raises_without_the_previous_items_done() -> None:
     assert before == [ToolCallDelta("f", "c", "{}")]
 
 
+@pytest.mark.parametrize("arguments", ["\ud83d", "{\ud83d"])
+def test_a_first_call_fragment_without_headers_is_refused_even_when_it_holds_a_surrogate(
+    arguments: str,
+) -> None:
+    # The high surrogate is held back for the next fragment (08 D55); the call still has no
+    # name and id, which its first fragment must carry (was: AttributeError at the close).
+    before, error = failing([delta(ToolCallDelta("", "", arguments, iid("0"))), STOP],
+                            StreamProtocolError)
+    assert before == []
+    assert "must carry the name and the tool_call_id" in str(error)
+
+
 def test_an_item_may_not_grow_past_max_item_size() -> None:
     ok = [delta(TextDelta("12345")), delta(TextDelta("67890"))]
     out, error = direct([*ok, STOP], max_item_size=10)
