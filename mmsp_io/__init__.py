@@ -4,9 +4,16 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 ``Timeouts`` and ``AbortSignal`` control a call, ``open_stream`` runs any pipeline over an
 ``httpx.AsyncClient``, and the values, items and errors a client user meets are re-exported
 from ``mmsp_core`` and ``adapters``.
+
+``AutoLLMClient``, ``Timeouts``, ``open_stream`` and ``list_supported_models`` are loaded on
+first use (``__getattr__``, PEP 562): they bring in httpx and every protocol package, which a
+program that only needs the values and errors (or the command line's ``--help``) never pays
+for (issue 9, docs/architecture.md "Import cost").
 """
 
-from adapters import list_supported_models
+import importlib
+from typing import TYPE_CHECKING, Final
+
 from mmsp_core import (
     AbortedError,
     ApiKeyRequiredError,
@@ -61,8 +68,20 @@ from mmsp_core import (
 )
 
 from .abort import AbortSignal
-from .client import AutoLLMClient
-from .driver import Timeouts, open_stream
+
+if TYPE_CHECKING:
+    from adapters import list_supported_models
+
+    from .client import AutoLLMClient
+    from .driver import Timeouts, open_stream
+
+#: The names loaded on first use, each with the module that defines it (module doc).
+_ON_FIRST_USE: Final = {
+    "AutoLLMClient": "mmsp_io.client",
+    "Timeouts": "mmsp_io.driver",
+    "open_stream": "mmsp_io.driver",
+    "list_supported_models": "adapters",
+}
 
 __all__ = [
     "AbortSignal",
@@ -121,3 +140,23 @@ __all__ = [
     "open_stream",
     "to_wire",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import the module defining ``name`` (one of ``_ON_FIRST_USE``) and return ``name``
+    from it, kept here so the next look-up is an ordinary one.
+
+    Raises:
+        AttributeError: ``name`` is no name of this package.
+    """
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, those loaded on first use included."""
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,84 @@
+"""``import mmsp_io`` loads only what the values and errors need (issue 9).
+
+What is deferred, and why, is docs/architecture.md "Import cost". Each check runs in a fresh
+interpreter and reads ``sys.modules``: a statement about behaviour, never a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Loaded on first use of the client or the protocols, never by ``import mmsp_io``.
+DEFERRED = (
+    "httpx",
+    "httpcore",
+    "h11",
+    "email",
+    "urllib.request",
+    "http.client",
+    "ssl",
+    "adapters",
+    "mmsp_io.client",
+    "mmsp_io.driver",
+)
+
+_LOADED = """
+import json, sys
+{statement}
+print(json.dumps(sorted(name for name in sys.argv[1:] if name in sys.modules)))
+"""
+
+
+def _loaded(statement: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a fresh interpreter has loaded after running ``statement``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED.format(statement=statement), *names],
+        capture_output=True, text=True, check=True, cwd=ROOT, timeout=120,
+    )
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def test_import_mmsp_io_loads_neither_httpx_nor_the_protocols() -> None:
+    assert _loaded("import mmsp_io", DEFERRED) == []
+
+
+def test_the_values_and_errors_need_nothing_deferred() -> None:
+    statement = ("from mmsp_io import UniMessage, TextDone, MMSPError, AbortSignal\n"
+                 "UniMessage.user('Hi')")
+    assert _loaded(statement, DEFERRED) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [("AutoLLMClient", "mmsp_io.client"), ("Timeouts", "mmsp_io.driver"),
+     ("open_stream", "mmsp_io.driver"), ("list_supported_models", "adapters")],
+)
+def test_a_deferred_name_loads_its_module_on_first_use(name: str, module: str) -> None:
+    statement = (f"import mmsp_io, {module}\n"
+                 f"assert mmsp_io.{name} is {module}.{name}\n"
+                 f"assert '{name}' in dir(mmsp_io)")
+    assert module in _loaded(statement, (module,))
+
+
+def test_star_import_gives_every_public_name() -> None:
+    statement = ("import mmsp_io\n"
+                 "namespace = {}\n"
+                 "exec('from mmsp_io import *', namespace)\n"
+                 "missing = set(mmsp_io.__all__) - set(namespace)\n"
+                 "assert not missing, missing")
+    assert _loaded(statement, ("httpx",)) == ["httpx"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import mmsp_io
+
+    with pytest.raises(AttributeError, match="no attribute 'AutoLLMClinet'"):
+        _ = mmsp_io.AutoLLMClinet
