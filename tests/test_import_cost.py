@@ -6,6 +6,7 @@ interpreter and reads ``sys.modules``: a statement about behaviour, never a timi
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -24,6 +25,7 @@ DEFERRED = (
     "urllib.request",
     "http.client",
     "ssl",
+    "orjson",
     "adapters",
     "mmsp_io.client",
     "mmsp_io.driver",
@@ -54,6 +56,17 @@ def test_the_values_and_errors_need_nothing_deferred() -> None:
     statement = ("from mmsp_io import UniMessage, TextDone, MMSPError, AbortSignal\n"
                  "UniMessage.user('Hi')")
     assert _loaded(statement, DEFERRED) == []
+
+
+def test_orjson_is_imported_by_the_first_parse() -> None:
+    statement = ("from mmsp_core import jsonlib\n"
+                 "assert 'orjson' not in sys.modules\n"
+                 "assert jsonlib.loads('[1]') == [1]")
+    assert _loaded(statement, ("orjson",)) == (["orjson"] if _has("orjson") else [])
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 @pytest.mark.parametrize(
