@@ -58,6 +58,10 @@ def test_the_values_and_errors_need_nothing_deferred() -> None:
     assert _loaded(statement, DEFERRED) == []
 
 
+def test_import_adapters_leaves_the_suggestions_unloaded() -> None:
+    assert _loaded("import adapters", ("difflib",)) == []
+
+
 def test_orjson_is_imported_by_the_first_parse() -> None:
     statement = ("from mmsp_core import jsonlib\n"
                  "assert 'orjson' not in sys.modules\n"
