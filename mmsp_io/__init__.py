@@ -11,7 +11,6 @@ program that only needs the values and errors (or the command line's ``--help``)
 for (issue 9, docs/architecture.md "Import cost").
 """
 
-import importlib
 from typing import TYPE_CHECKING, Final
 
 from mmsp_core import (
@@ -66,6 +65,7 @@ from mmsp_core import (
     normalize_legacy_messages,
     to_wire,
 )
+from mmsp_core._lazy import on_first_use
 
 from .abort import AbortSignal
 
@@ -142,21 +142,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """Import the module defining ``name`` (one of ``_ON_FIRST_USE``) and return ``name``
-    from it, kept here so the next look-up is an ordinary one.
-
-    Raises:
-        AttributeError: ``name`` is no name of this package.
-    """
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Every public name, those loaded on first use included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE, __all__)

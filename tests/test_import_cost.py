@@ -29,6 +29,10 @@ DEFERRED = (
     "adapters",
     "mmsp_io.client",
     "mmsp_io.driver",
+    "mmsp_core.pipeline",
+    "mmsp_core.items",
+    "mmsp_core.sse",
+    "mmsp_core.grammar",
 )
 
 _LOADED = """
@@ -74,28 +78,42 @@ def _has(module: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("name", "module"),
-    [("AutoLLMClient", "mmsp_io.client"), ("Timeouts", "mmsp_io.driver"),
-     ("open_stream", "mmsp_io.driver"), ("list_supported_models", "adapters")],
+    ("package", "name", "module"),
+    [("mmsp_io", "AutoLLMClient", "mmsp_io.client"), ("mmsp_io", "Timeouts", "mmsp_io.driver"),
+     ("mmsp_io", "open_stream", "mmsp_io.driver"),
+     ("mmsp_io", "list_supported_models", "adapters"),
+     ("mmsp_core", "StreamPipeline", "mmsp_core.pipeline"),
+     ("mmsp_core", "END", "mmsp_core.pipeline"),
+     ("mmsp_core", "SSEDecoder", "mmsp_core.sse"),
+     ("mmsp_core", "StreamItems", "mmsp_core.items"),
+     ("mmsp_core", "PassThrough", "mmsp_core.grammar")],
 )
-def test_a_deferred_name_loads_its_module_on_first_use(name: str, module: str) -> None:
-    statement = (f"import mmsp_io, {module}\n"
-                 f"assert mmsp_io.{name} is {module}.{name}\n"
-                 f"assert '{name}' in dir(mmsp_io)")
+def test_a_deferred_name_loads_its_module_on_first_use(package: str, name: str,
+                                                       module: str) -> None:
+    statement = (f"import {package}\n"
+                 f"assert {module!r} not in sys.modules\n"
+                 f"assert '{name}' in dir({package})\n"
+                 f"value = {package}.{name}\n"
+                 f"import {module}\n"
+                 f"assert value is {module}.{name}")
     assert module in _loaded(statement, (module,))
 
 
-def test_star_import_gives_every_public_name() -> None:
-    statement = ("import mmsp_io\n"
+@pytest.mark.parametrize("package", ["mmsp_io", "mmsp_core"])
+def test_star_import_gives_every_public_name(package: str) -> None:
+    statement = (f"import {package}\n"
                  "namespace = {}\n"
-                 "exec('from mmsp_io import *', namespace)\n"
-                 "missing = set(mmsp_io.__all__) - set(namespace)\n"
+                 f"exec('from {package} import *', namespace)\n"
+                 f"missing = set({package}.__all__) - set(namespace)\n"
                  "assert not missing, missing")
-    assert _loaded(statement, ("httpx",)) == ["httpx"]
+    assert _loaded(statement, ()) == []
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
+    import mmsp_core
     import mmsp_io
 
-    with pytest.raises(AttributeError, match="no attribute 'AutoLLMClinet'"):
+    with pytest.raises(AttributeError, match="'mmsp_io' has no attribute 'AutoLLMClinet'"):
         _ = mmsp_io.AutoLLMClinet
+    with pytest.raises(AttributeError, match="'mmsp_core' has no attribute 'Pipeline'"):
+        _ = mmsp_core.Pipeline
