@@ -6,9 +6,9 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 from ``mmsp_core`` and ``adapters``.
 
 ``AutoLLMClient``, ``Timeouts``, ``open_stream`` and ``list_supported_models`` are loaded on
-first use (``__getattr__``, PEP 562): they bring in httpx and every protocol package, which a
-program that only needs the values and errors (or the command line's ``--help``) never pays
-for (issue 9, docs/architecture.md "Import cost").
+first use (``mmsp_core._lazy``): they bring in httpx and every protocol package, which a
+program that only needs the values and errors never pays for (issue 9, docs/architecture.md
+"Import cost").
 """
 
 from typing import TYPE_CHECKING, Final
