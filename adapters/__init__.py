@@ -8,7 +8,6 @@ No I/O, no clock, no environment: ``mmsp_io`` does those.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -123,6 +122,8 @@ def resolve(
 
 def _unknown_source(source: object) -> str:
     """Say that ``source`` names nothing, its close matches, and every accepted name."""
+    import difflib  # only an error needs it: not loaded with the package (import cost)
+
     names = [*CLIENTS, *PROTOCOLS]
     matches = difflib.get_close_matches(source, names) if isinstance(source, str) else []
     guess = f"; did you mean {' or '.join(map(repr, matches))}?" if matches else ""

@@ -18,7 +18,6 @@ Only the preflight pays for this: the events the library builds itself are never
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import warnings
@@ -316,6 +315,8 @@ def warn_unknown_keys(client: str, config: UniConfig, *, strict: bool) -> None:
             the key).
     """
     for key in config.extra:
+        import difflib  # only an unknown key needs it: not loaded with the package (import cost)
+
         matches = difflib.get_close_matches(str(key), CONFIG_FIELDS)
         guess = f"; did you mean {' or '.join(map(repr, matches))}?" if matches else ""
         if strict:

@@ -7,7 +7,7 @@ a consumer's median CPU time per content delta over the floor's.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .consumers import CONSUMERS
@@ -181,10 +181,13 @@ def concurrent_table(rows: Sequence[Row]) -> list[str]:
         ["protocol", "loop", "streams", "wall", "CPU", "peak RSS (+ during the run)"], lines)]
 
 
-def import_line(samples: Sequence[float]) -> list[str]:
-    """The median ``import mmsp_io`` time of fresh interpreters."""
-    if not samples:
+def import_line(samples: Mapping[str, Sequence[float]]) -> list[str]:
+    """The median time of each import statement in fresh interpreters."""
+    if not any(samples.values()):
         return []
-    shown = ", ".join(f"{s * 1e3:.0f}" for s in samples)
-    return ["", f"## `import mmsp_io`: {median(samples) * 1e3:.0f} ms "
-                f"(median of {len(samples)} fresh interpreters: {shown} ms)"]
+    lines = ["", "## `import mmsp_io`", ""]
+    for statement, times in samples.items():
+        shown = ", ".join(f"{s * 1e3:.0f}" for s in times)
+        lines.append(f"- `{statement}`: {median(times) * 1e3:.0f} ms "
+                     f"(median of {len(times)} fresh interpreters: {shown} ms)")
+    return lines

@@ -2,8 +2,16 @@
 
 No I/O, no ``async``, no clock, no environment: bytes in, events out (see README.md).
 Everything in ``__all__`` is public; the submodules are free to change.
+
+The stream machinery (``StreamPipeline``, ``StreamItems``, the decoders, ``PassThrough``,
+``JsonEventsMachine``, ``HTTPRequest``) is loaded on first use (``mmsp_core._lazy``): a program
+that only builds values and reads errors does not import it (docs/architecture.md "Import
+cost").
 """
 
+from typing import TYPE_CHECKING, Final
+
+from ._lazy import on_first_use
 from .errors import (
     AbortedError,
     ApiKeyRequiredError,
@@ -28,9 +36,6 @@ from .errors import (
     UpstreamError,
     WireFormatError,
 )
-from .grammar import PassThrough
-from .items import StreamItems
-from .json_events import JsonEventsMachine
 from .messages import concat_uni_events_to_uni_message, normalize_legacy_messages
 from .model import (
     DeltaItem,
@@ -62,9 +67,6 @@ from .model import (
     UniMessage,
     UsageMetadata,
 )
-from .pipeline import END, NEED_DATA, Machine, StreamPipeline
-from .request import HTTPRequest
-from .sse import BodyDecoder, SSEDecoder, SSEEvent
 from .wire import (
     config_from_wire,
     error_from_wire,
@@ -72,6 +74,29 @@ from .wire import (
     message_from_wire,
     to_wire,
 )
+
+if TYPE_CHECKING:
+    from .grammar import PassThrough
+    from .items import StreamItems
+    from .json_events import JsonEventsMachine
+    from .pipeline import END, NEED_DATA, Machine, StreamPipeline
+    from .request import HTTPRequest
+    from .sse import BodyDecoder, SSEDecoder, SSEEvent
+
+#: The names loaded on first use, each with the module that defines it (module doc).
+_ON_FIRST_USE: Final = {
+    "PassThrough": "mmsp_core.grammar",
+    "StreamItems": "mmsp_core.items",
+    "JsonEventsMachine": "mmsp_core.json_events",
+    "END": "mmsp_core.pipeline",
+    "NEED_DATA": "mmsp_core.pipeline",
+    "Machine": "mmsp_core.pipeline",
+    "StreamPipeline": "mmsp_core.pipeline",
+    "HTTPRequest": "mmsp_core.request",
+    "BodyDecoder": "mmsp_core.sse",
+    "SSEDecoder": "mmsp_core.sse",
+    "SSEEvent": "mmsp_core.sse",
+}
 
 __all__ = [
     "END",
@@ -143,3 +168,5 @@ __all__ = [
     "normalize_legacy_messages",
     "to_wire",
 ]
+
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE, __all__)

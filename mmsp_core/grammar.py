@@ -33,8 +33,8 @@ from typing import Any, Final
 
 from . import jsonlib
 from .errors import IncompleteStreamError, MalformedEventError, StreamLimitError
-from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE
-from .kinds import KINDS
+from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE, ClientEvent
+from .kinds import KINDS, Fragment
 from .model import FinishReason, UniEvent, UsageMetadata
 
 __all__ = ["PassThrough", "StreamGrammar"]
@@ -254,8 +254,11 @@ class PassThrough:
         self._state = _State.OPEN
         self._stop: UniEvent | None = None
 
-    def push(self, event: UniEvent) -> list[UniEvent]:
+    def push(self, event: ClientEvent) -> list[UniEvent]:
         """Check one public event; return it (a delta) or keep it for ``close()`` (the stop).
+
+        A ``Fragment`` (a machine's cheap delta, 08 D65) is checked as the delta event of the
+        one item it stands for.
 
         Raises:
             MalformedEventError: the event breaks a rule of the grammar (spec 02 §12, 08 D59).
@@ -263,6 +266,8 @@ class PassThrough:
             RuntimeError: called after ``end()`` or after an error.
         """
         self._expect(_State.OPEN)
+        if isinstance(event, Fragment):
+            event = UniEvent("delta", (event.item(),))
         try:
             self._grammar.check(event)
         except BaseException:

@@ -3,7 +3,9 @@
 Theory of operation (spec 02 §4-§7, RFC-0003 §4-§5):
 
 A machine yields *client* events: delta items only, zero or more per event, each tagged with
-``fidelity["item_id"]``; usage and finish reason on ``stop`` events, possibly in pieces. The
+``fidelity["item_id"]``; usage and finish reason on ``stop`` events, possibly in pieces; or,
+for the commonest delta, a ``kinds.Fragment``, which stands for its one delta item and takes a
+fast path when it continues the open item (``_push_fragment``; 08 D65). The
 finalizer keeps at most one *open item*. For each incoming fragment it decides (``_route``)
 whether the fragment continues the open item, begins a new one (closing the open item with its
 ``.done``), or is a fidelity-only tail of the open item under another kind. Public fragments
@@ -24,18 +26,30 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
+from ._construct import delta_event
 from .errors import (
     EmptyResponseError,
     IncompleteStreamError,
     StreamLimitError,
     StreamProtocolError,
 )
-from .kinds import KINDS, SURROGATE, Kind, repair_surrogates, replace_lone_surrogates
+from .kinds import (
+    KINDS,
+    SURROGATE,
+    Fragment,
+    Kind,
+    repair_surrogates,
+    replace_lone_surrogates,
+)
 from .model import FinishReason, Item, UniEvent, UsageMetadata
 
-__all__ = ["StreamItems"]
+__all__ = ["ClientEvent", "StreamItems"]
+
+#: What a machine yields and a finalizer takes (08 D65): an event, or a fragment standing for
+#: a delta event of one item.
+ClientEvent: TypeAlias = UniEvent | Fragment
 
 #: Largest joined growing field of one item (characters, bytes or floats); 08 D18.
 DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
@@ -132,7 +146,7 @@ class StreamItems:
 
     # -- public API ----------------------------------------------------------------------
 
-    def push(self, event: UniEvent) -> list[UniEvent]:
+    def push(self, event: ClientEvent) -> list[UniEvent]:
         """Take one client event; return the public delta events it decides.
 
         Raises:
@@ -147,6 +161,10 @@ class StreamItems:
         if self._state is not _OPEN:
             self._expect(_OPEN)
         try:
+            out: list[UniEvent] = []
+            if isinstance(event, Fragment):
+                self._push_fragment(event, out)
+                return out
             if event.event_type == "delta":
                 if event.usage_metadata is not None or event.finish_reason is not None:
                     raise self._protocol_error(
@@ -154,7 +172,6 @@ class StreamItems:
                     )
             elif event.event_type != "stop":
                 raise self._protocol_error(f"unknown event_type {event.event_type!r}")
-            out: list[UniEvent] = []
             for item in event.content_items:
                 self._push_item(item, out)
             if event.usage_metadata is not None:
@@ -215,6 +232,28 @@ class StreamItems:
         return UniEvent("stop", (), self._usage, self._finish, self._clock())
 
     # -- one fragment ----------------------------------------------------------------------
+
+    def _push_fragment(self, fragment: Fragment, out: list[UniEvent]) -> None:
+        """``_push_item`` of the delta ``fragment`` stands for: when it continues the open item
+        and has nothing to repair, only the steps that apply to it; else the general path."""
+        kind, growing, item_id = fragment
+        current = self._open
+        if (
+            current is not None
+            and current.kind is kind
+            and current.item_id == item_id
+            and current.first is not None
+            and not current.held
+            and growing.isascii()
+        ):
+            if not growing:  # an empty continuation is dropped (spec 02 §4)
+                return
+            size = current.size + len(growing)
+            if size > self._max_item_size:
+                raise StreamLimitError(f"{kind.name} item", self._max_item_size, size)
+            self._emit(current, kind.continuing(growing), growing, size, out)  # type: ignore[misc]
+            return
+        self._push_new(fragment.item(), out)
 
     def _push_item(self, item: Item, out: list[UniEvent]) -> None:
         current = self._open
@@ -306,7 +345,9 @@ class StreamItems:
                 growing = repaired
                 empty = kind.is_empty(fragment)
         emits = not empty or emitted_fid is not None
-        if emits and target.first is None and kind.lacks_headers(fragment):
+        # A held surrogate is content still to come out (joined, or as U+FFFD at the close),
+        # so a first fragment holding one must carry the headers as one that emits must.
+        if (emits or held) and target.first is None and kind.lacks_headers(fragment):
             raise self._protocol_error(
                 f"the first {kind.name}.delta of an item must carry the name and the tool_call_id"
             )
@@ -345,7 +386,7 @@ class StreamItems:
             chunks.append(run)
             target.compacted += 1
         target.size = size
-        out.append(UniEvent("delta", (public,), None, None, self._clock()))
+        out.append(delta_event(public, self._clock()))
 
     def _close_item(self, item: _OpenItem, out: list[UniEvent]) -> None:
         """Append the item's ``.done``, after a ``"\ufffd"`` fragment for a high surrogate
@@ -354,7 +395,7 @@ class StreamItems:
             item.held = ""
             kind = item.kind
             assert kind.with_growing is not None
-            # Only text kinds hold; their empty fragment needs no first fragment.
+            # Only kinds with text hold; a tool call holds only after its first fragment.
             filler = kind.with_growing(kind.empty_like(item.first), "\ufffd")
             public = kind.fragment(item.first, filler, None)
             if item.first is None:

@@ -20,20 +20,25 @@ duplicate keys wins in both).
 The switch: ``use_backend("json")`` or ``use_backend("orjson")`` (tests run the parser and
 adapter suites in both modes); ``backend()`` says which is in use. Callers read
 ``jsonlib.loads`` at call time, so a switch applies at once.
+
+orjson is imported when a backend is first needed (the first ``loads``, ``available``,
+``backend`` or ``use_backend``), not with this module: its import (with the standard modules
+it loads to serialize dates, UUIDs and dataclasses) is a sizeable part of ``import mmsp_core``
+(docs/architecture.md "Import cost"). The first ``loads`` then puts the default backend in its
+own place, so later calls cost nothing more.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-try:
+if TYPE_CHECKING:
     import orjson
-except ImportError:  # pragma: no cover - the "fast" extra is optional
-    _HAVE_ORJSON = False
-else:
-    _HAVE_ORJSON = True
+
+#: Whether orjson is importable; ``None`` until first looked for (``_have_orjson``).
+_HAVE_ORJSON: bool | None = None
 
 __all__ = ["available", "backend", "loads", "use_backend"]
 
@@ -58,17 +63,46 @@ def _loads_fast(text: str) -> Any:
         return json.loads(text)
 
 
+def _have_orjson() -> bool:
+    """Whether orjson is importable, importing it into this module the first time (module
+    doc)."""
+    global _HAVE_ORJSON, orjson
+    if _HAVE_ORJSON is None:
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - the "fast" extra is optional
+            _HAVE_ORJSON = False
+        else:
+            _HAVE_ORJSON = True
+    return _HAVE_ORJSON
+
+
+def _loads_first(text: str) -> Any:
+    """The first ``loads``: put the default backend (orjson when importable) in its place,
+    then parse ``text`` with it. Raises what ``json.loads`` raises."""
+    _choose_default()
+    return loads(text)
+
+
+def _choose_default() -> None:
+    """Install the default backend if none is chosen yet."""
+    global loads
+    if loads is _loads_first:
+        loads = _loads_fast if _have_orjson() else json.loads
+
+
 #: ``loads(text)``: parse one JSON text, with the standard library's results and errors.
-loads: Callable[[str], Any] = _loads_fast if _HAVE_ORJSON else json.loads
+loads: Callable[[str], Any] = _loads_first
 
 
 def available() -> tuple[str, ...]:
     """The backends that can be used here: ``("json",)`` or ``("json", "orjson")``."""
-    return ("json", "orjson") if _HAVE_ORJSON else ("json",)
+    return ("json", "orjson") if _have_orjson() else ("json",)
 
 
 def backend() -> str:
     """The backend in use: ``"json"`` or ``"orjson"``."""
+    _choose_default()
     return "json" if loads is json.loads else "orjson"
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, final
+from typing import Any, Final, NamedTuple, final
 
 import attrs
 
 from . import jsonlib
+from ._construct import text_fragment, thinking_fragment, tool_call_fragment
 from .errors import ToolCallArgumentParseError, preview
 from .model import (
     DeltaItem,
@@ -34,7 +35,18 @@ from .model import (
     ToolCallDone,
 )
 
-__all__ = ["KINDS", "SURROGATE", "Kind", "kind_of", "repair_surrogates", "replace_lone_surrogates"]
+__all__ = [
+    "KINDS",
+    "SURROGATE",
+    "TEXT",
+    "THINKING",
+    "TOOL_CALL",
+    "Fragment",
+    "Kind",
+    "kind_of",
+    "repair_surrogates",
+    "replace_lone_surrogates",
+]
 
 Fidelity = Mapping[str, Any] | None
 
@@ -71,6 +83,30 @@ class Kind:
     #: For kinds whose growing field is text: a copy of a fragment with another growing value
     #: (the finalizer's surrogate repair, 08 D55); ``None`` for bytes and vectors.
     with_growing: Callable[[Any, str], DeltaItem] | None = None
+    #: For kinds a ``Fragment`` can carry: the client delta it stands for, from
+    #: ``(growing text, item id)``: no header fields, only the identity as fidelity.
+    tagged: Callable[[str, str], DeltaItem] | None = None
+    #: For the same kinds: the public fragment of such a delta continuing an open item (no
+    #: header fields, no fidelity), from its growing text.
+    continuing: Callable[[str], DeltaItem] | None = None
+
+
+class Fragment(NamedTuple):
+    """The client stream's cheap form of its commonest delta (08 D65): a fragment of a kind
+    whose growing field is text (``TEXT``, ``THINKING``, ``TOOL_CALL``), without header fields,
+    with only its identity as fidelity. It stands for ``kind.tagged(growing, item_id)``
+    (``TextDelta(growing, {"item_id": item_id})``, ...), and the finalizer treats it exactly
+    as that delta, but a machine builds no attrs object, no fidelity dict and no event for it.
+    """
+
+    kind: Kind
+    growing: str
+    item_id: str
+
+    def item(self) -> DeltaItem:
+        """The client delta this fragment stands for."""
+        assert self.kind.tagged is not None  # only kinds with ``tagged`` are carried
+        return self.kind.tagged(self.growing, self.item_id)
 
 
 def _parse_arguments(client: str, first: ToolCallDelta, raw: str) -> dict[str, Any]:
@@ -218,6 +254,8 @@ KINDS: Final[Mapping[str, Kind]] = {
             empty_like=lambda first: TextDelta(""),
             done=lambda c, first, chunks, fid: TextDone("".join(chunks), fid),
             with_growing=lambda d, text: TextDelta(text, d.fidelity),
+            tagged=lambda text, item_id: TextDelta(text, {"item_id": item_id}),
+            continuing=text_fragment,
         ),
         Kind(
             "thinking",
@@ -232,6 +270,8 @@ KINDS: Final[Mapping[str, Kind]] = {
             done=lambda c, first, chunks, fid: ThinkingDone("".join(chunks), fid),
             is_thinking=True,
             with_growing=lambda d, text: ThinkingDelta(text, d.fidelity),
+            tagged=lambda text, item_id: ThinkingDelta(text, {"item_id": item_id}),
+            continuing=thinking_fragment,
         ),
         Kind(
             "tool_call",
@@ -245,6 +285,8 @@ KINDS: Final[Mapping[str, Kind]] = {
             empty_like=lambda first: ToolCallDelta(first.name, first.tool_call_id, ""),
             done=_tool_done,
             with_growing=lambda d, text: ToolCallDelta(d.name, d.tool_call_id, text, d.fidelity),
+            tagged=lambda text, item_id: ToolCallDelta("", "", text, {"item_id": item_id}),
+            continuing=tool_call_fragment,
         ),
         Kind(
             "inline_data",
@@ -290,6 +332,12 @@ KINDS: Final[Mapping[str, Kind]] = {
         ),
     )
 }
+
+
+#: The kinds a ``Fragment`` carries.
+TEXT: Final = KINDS[TextDelta.type]
+THINKING: Final = KINDS[ThinkingDelta.type]
+TOOL_CALL: Final = KINDS[ToolCallDelta.type]
 
 
 def kind_of(item: object) -> Kind | None:

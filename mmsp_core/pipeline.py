@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 from .errors import MalformedEventError
-from .items import StreamItems
+from .items import ClientEvent, StreamItems
+from .kinds import Fragment
 from .model import UniEvent
 from .sse import SSEDecoder, SSEEvent
 
@@ -41,18 +42,19 @@ __all__ = ["END", "NEED_DATA", "Decoder", "Finalizer", "Machine", "PipelineState
 
 
 class Machine(Protocol):
-    """One wire protocol's parser: SSE events in, client-stream events out (spec 02 §2.1).
+    """One wire protocol's parser: SSE events in, client-stream events out (spec 02 §2.1):
+    ``UniEvent``s, or ``Fragment``s for the commonest deltas (08 D65).
 
     A machine whose protocol has a terminal event also has a ``finished`` attribute, false
     until that event has been taken (08 D56); the pipeline reads it when it is built, so the
     attribute must exist from construction on.
     """
 
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
+    def next_events(self, sse: SSEEvent) -> Sequence[ClientEvent]:
         """Return the client events of one SSE event (all-or-nothing)."""
         ...
 
-    def finish(self) -> list[UniEvent]:
+    def finish(self) -> Sequence[ClientEvent]:
         """End of input: return whatever the machine still holds (usually ``[]``)."""
         ...
 
@@ -66,7 +68,7 @@ class Finalizer(Protocol):
     once, when it is built.
     """
 
-    def push(self, event: UniEvent) -> list[UniEvent]: ...
+    def push(self, event: ClientEvent) -> list[UniEvent]: ...
 
     def end(self) -> list[UniEvent]: ...
 
@@ -244,15 +246,18 @@ class StreamPipeline:
             self._feed_failure = None
         self._push(events)
 
-    def _push(self, events: list[UniEvent]) -> None:
+    def _push(self, events: Sequence[ClientEvent]) -> None:
         """Feed client events to the finalizer one item at a time (09), or whole to one that
-        takes whole events."""
+        takes whole events; a ``Fragment`` is one item already."""
         push = self._items.push
         out = self._out
         try:
             for event in events:
+                if isinstance(event, Fragment) or self._whole_events:
+                    out.extend(push(event))
+                    continue
                 items = event.content_items
-                if self._whole_events or not items or (
+                if not items or (
                     len(items) == 1 and event.usage_metadata is None and not event.finish_reason
                 ):
                     out.extend(push(event))

@@ -4,9 +4,15 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 ``Timeouts`` and ``AbortSignal`` control a call, ``open_stream`` runs any pipeline over an
 ``httpx.AsyncClient``, and the values, items and errors a client user meets are re-exported
 from ``mmsp_core`` and ``adapters``.
+
+``AutoLLMClient``, ``Timeouts``, ``open_stream`` and ``list_supported_models`` are loaded on
+first use (``mmsp_core._lazy``): they bring in httpx and every protocol package, which a
+program that only needs the values and errors never pays for (issue 9, docs/architecture.md
+"Import cost").
 """
 
-from adapters import list_supported_models
+from typing import TYPE_CHECKING, Final
+
 from mmsp_core import (
     AbortedError,
     ApiKeyRequiredError,
@@ -59,10 +65,23 @@ from mmsp_core import (
     normalize_legacy_messages,
     to_wire,
 )
+from mmsp_core._lazy import on_first_use
 
 from .abort import AbortSignal
-from .client import AutoLLMClient
-from .driver import Timeouts, open_stream
+
+if TYPE_CHECKING:
+    from adapters import list_supported_models
+
+    from .client import AutoLLMClient
+    from .driver import Timeouts, open_stream
+
+#: The names loaded on first use, each with the module that defines it (module doc).
+_ON_FIRST_USE: Final = {
+    "AutoLLMClient": "mmsp_io.client",
+    "Timeouts": "mmsp_io.driver",
+    "open_stream": "mmsp_io.driver",
+    "list_supported_models": "adapters",
+}
 
 __all__ = [
     "AbortSignal",
@@ -121,3 +140,6 @@ __all__ = [
     "open_stream",
     "to_wire",
 ]
+
+
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE, __all__)

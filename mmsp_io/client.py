@@ -44,7 +44,7 @@ import random
 import re
 import time
 import warnings
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import Any, Final, cast
 
@@ -216,6 +216,23 @@ def _retry_delay(attempt: int, exc: MMSPError) -> float | str:
             return f"the provider asked to wait {retry_after:g} s"
         return retry_after
     return random.uniform(0.5, 1.0) * min(_RETRY_CAP, _RETRY_BASE * 2.0**attempt)
+
+
+async def _each_abortable(
+    events: AsyncIterator[UniEvent], signal: AbortSignal, client: str
+) -> AsyncGenerator[UniEvent, None]:
+    """``events``, each wait for the next one under ``abortable(signal)`` (none across a
+    ``yield``).
+
+    Raises:
+        AbortedError: the signal was aborted before or during a wait.
+    """
+    while True:
+        with abortable(signal, client):
+            event = await anext(events, None)
+        if event is None:
+            return
+        yield event
 
 
 def _retried(exc: MMSPError) -> bool:
@@ -536,14 +553,11 @@ class AutoLLMClient:
                                 timeouts=call.timeouts, error_for_status=self._error_for_status,
                                 started=started,
                             ))
-                        while True:
-                            if signal is None:  # no scope per event without a signal
-                                event = await anext(events, None)
-                            else:
-                                with abortable(signal, client):
-                                    event = await anext(events, None)
-                            if event is None:
-                                return
+                        if signal is not None:  # no scope per event without a signal
+                            events = await stack.enter_async_context(
+                                aclosing(_each_abortable(events, signal, client))
+                            )
+                        async for event in events:
                             if event.event_type == "stop":
                                 assistant = concat_uni_events_to_uni_message([*done_events, event])
                                 if call.trace_id:
@@ -556,6 +570,7 @@ class AutoLLMClient:
                                 done_events.append(event)
                             yielded = True
                             yield event
+                        return
                 except MMSPError as exc:
                     if yielded or not _retried(exc):
                         raise

@@ -6,8 +6,9 @@ The body is an event stream whose SSE ``event`` field names each wire event
 (``message_start``, ``content_block_delta``, ...); its ``data`` is one JSON object. The
 machine is a ``TableMachine`` (``adapters._table``): the kernel looks up
 ``(state, event name)`` in ``_TRANSITIONS`` and runs the handler with the data text, which
-returns exactly one client event (02 §2.1): a delta event with zero or one delta item, or a
-``stop`` event carrying the part of usage and finish reason the wire event reported. Only the
+returns exactly one client event (02 §2.1): a delta event with zero or one delta item (a
+``Fragment`` for text, thinking and argument deltas, 08 D65), or a ``stop`` event carrying
+the part of usage and finish reason the wire event reported. Only the
 handlers that read the data parse it (``classify`` passes the text on), so an event that is
 skipped (a ``ping``, an unknown or out-of-place event) is skipped whatever its data is.
 
@@ -62,9 +63,10 @@ from typing import Any, Final, NoReturn, TypeAlias
 from adapters._json import BadField, integer, loads_object, obj, opt_obj, opt_string, string
 from adapters._table import EMPTY, TableMachine, Transitions, skip, skip_rows
 from mmsp_core.errors import ProviderStreamError, StreamLimitError
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import TEXT, THINKING, TOOL_CALL, Fragment
 from mmsp_core.model import (
     FinishReason,
-    TextDelta,
     ThinkingDelta,
     ToolCallDelta,
     UniEvent,
@@ -145,6 +147,10 @@ class _Block(enum.Enum):
     #: any other block: it and its deltas produce nothing.
     SKIPPED = enum.auto()
 
+    # Members are singletons compared by identity: hashed as objects, in C, rather than by
+    # ``Enum.__hash__`` (Python code), since ``_DELTAS`` is read once per delta.
+    __hash__ = object.__hash__
+
 
 _BLOCK_KINDS: Final[Mapping[str, _Block]] = {
     "text": _Block.TEXT,
@@ -214,12 +220,12 @@ def _on_block_start(m: AnthropicMessagesMachine, text: str) -> UniEvent | None:
     return EMPTY
 
 
-def _text_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
-    return UniEvent("delta", (TextDelta(string(delta, "text"), {"item_id": iid}),))
+def _text_delta(iid: str, delta: Mapping[str, Any]) -> Fragment:
+    return Fragment(TEXT, string(delta, "text"), iid)
 
 
-def _thinking_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
-    return UniEvent("delta", (ThinkingDelta(string(delta, "thinking"), {"item_id": iid}),))
+def _thinking_delta(iid: str, delta: Mapping[str, Any]) -> Fragment:
+    return Fragment(THINKING, string(delta, "thinking"), iid)
 
 
 def _signature_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
@@ -227,31 +233,29 @@ def _signature_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
     return UniEvent("delta", (ThinkingDelta("", {"item_id": iid, "signature": signature}),))
 
 
-def _input_json_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
-    fragment = string(delta, "partial_json")
-    return UniEvent("delta", (ToolCallDelta("", "", fragment, {"item_id": iid}),))
+def _input_json_delta(iid: str, delta: Mapping[str, Any]) -> Fragment:
+    return Fragment(TOOL_CALL, string(delta, "partial_json"), iid)
 
 
 def _skip_delta(iid: str, delta: Mapping[str, Any]) -> UniEvent:
     return EMPTY
 
 
-_DeltaHandler: TypeAlias = Callable[[str, Mapping[str, Any]], UniEvent]
+_DeltaHandler: TypeAlias = Callable[[str, Mapping[str, Any]], ClientEvent]
 
-#: ``(block kind, delta type)`` -> handler of ``(item id, delta)``. A delta type named here
-#: but arriving in another kind of block makes no sense (08 D45); a delta type named nowhere
-#: is skipped (06 §1).
-_DELTAS: Final[Mapping[tuple[_Block, str], _DeltaHandler]] = {
-    (_Block.TEXT, "text_delta"): _text_delta,
-    (_Block.TEXT, "citations_delta"): _skip_delta,
-    (_Block.THINKING, "thinking_delta"): _thinking_delta,
-    (_Block.THINKING, "signature_delta"): _signature_delta,
-    (_Block.TOOL_USE, "input_json_delta"): _input_json_delta,
+#: block kind -> delta type -> handler of ``(item id, delta)``. A delta type named here but
+#: arriving in another kind of block makes no sense (08 D45); a delta type named nowhere is
+#: skipped (06 §1).
+_DELTAS: Final[Mapping[_Block, Mapping[str, _DeltaHandler]]] = {
+    _Block.TEXT: {"text_delta": _text_delta, "citations_delta": _skip_delta},
+    _Block.THINKING: {"thinking_delta": _thinking_delta, "signature_delta": _signature_delta},
+    _Block.TOOL_USE: {"input_json_delta": _input_json_delta},
+    _Block.REDACTED_THINKING: {},
 }
-_KNOWN_DELTA_TYPES: Final = frozenset(delta_type for _, delta_type in _DELTAS)
+_KNOWN_DELTA_TYPES: Final = frozenset(name for handlers in _DELTAS.values() for name in handlers)
 
 
-def _on_block_delta(m: AnthropicMessagesMachine, text: str) -> UniEvent | None:
+def _on_block_delta(m: AnthropicMessagesMachine, text: str) -> ClientEvent | None:
     """One fragment of the open block ``index``, dispatched by ``_DELTAS``."""
     data = loads_object(text)
     index = integer(data, "index")
@@ -262,7 +266,7 @@ def _on_block_delta(m: AnthropicMessagesMachine, text: str) -> UniEvent | None:
         return None
     if kind is _Block.SKIPPED:
         return EMPTY
-    handler = _DELTAS.get((kind, delta_type))
+    handler = _DELTAS[kind].get(delta_type)
     if handler is None:
         return None if delta_type in _KNOWN_DELTA_TYPES else EMPTY
     return handler(str(index), delta)

@@ -1,4 +1,4 @@
-"""The generateContent machine: one SSE event in, one client-stream UniEvent out (spec 06 §4).
+"""The generateContent machine: one SSE event in, one client-stream event out (spec 06 §4).
 
 Theory of operation
 -------------------
@@ -23,7 +23,8 @@ A chunk handler reads, in order:
    raises ``EmptyResponseError``.
 
 A chunk with finish or usage is a ``stop`` event (its items stay on it); any other chunk a
-``delta`` event, empty for a gateway heartbeat.
+``delta`` event, empty for a gateway heartbeat; a chunk of one plain text part alone (the
+common chunk) is a ``Fragment`` (``adapters._table.client_event``, 08 D65).
 
 Parts, and the fragment each becomes (item id in brackets):
 
@@ -68,8 +69,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from adapters._json import BadField, obj, opt_array, opt_obj, opt_string
-from adapters._table import TableMachine, Transitions
+from adapters._table import TableMachine, Transitions, client_event
 from mmsp_core.errors import UnknownEventError
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import TEXT, Fragment
 from mmsp_core.model import (
     FinishReason,
     InlineDataDelta,
@@ -78,7 +81,6 @@ from mmsp_core.model import (
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
-    UniEvent,
     UsageMetadata,
 )
 
@@ -114,14 +116,14 @@ class _State(enum.Enum):
 # --------------------------------------------------------------------------------------------
 
 
-def _on_chunk(machine: GenAIMachine, chunk: dict[str, Any]) -> UniEvent:
+def _on_chunk(machine: GenAIMachine, chunk: dict[str, Any]) -> ClientEvent:
     """One ``GenerateContentResponse``: its items, and a ``stop`` event for finish or usage."""
     if chunk.get("error") is not None:
         raise stream_error(machine.client, chunk["error"], machine._usage)
     usage = read_usage(chunk) if "usageMetadata" in chunk else None
     if usage is not None:
         machine._usage = usage if machine._usage is None else machine._usage.merge(usage)
-    items: list[Item] = []
+    items: list[Item | Fragment] = []
     finish: FinishReason | None = None
     candidates = opt_array(chunk, "candidates")
     if candidates:
@@ -144,12 +146,10 @@ def _on_chunk(machine: GenAIMachine, chunk: dict[str, Any]) -> UniEvent:
         feedback = opt_obj(chunk, "promptFeedback")
         if feedback is not None and opt_string(feedback, "blockReason"):
             finish = FinishReason.UNKNOWN
-    if finish is None and usage is None:
-        return UniEvent("delta", tuple(items))
-    return UniEvent("stop", tuple(items), usage, finish)
+    return client_event(items, usage, finish)
 
 
-def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
+def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | None:
     """The fragment of one part (module docstring list), or ``None`` for nothing.
 
     Raises:
@@ -160,7 +160,7 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | None:
     if len(part) == 1 and type(part.get("text")) is str:
         # The common part, plain text: the same as the general path below, minus its reads.
         text = part["text"]
-        return TextDelta(text, machine.place("text", _TEXT, None)) if text else None
+        return Fragment(TEXT, text, machine.item_id_of("text", _TEXT, None)) if text else None
     signature = opt_string(part, "thoughtSignature")
     thought = _flag(part, "thought")
     if "functionCall" in part:
@@ -268,6 +268,21 @@ class GenAIMachine(TableMachine):
         ``empty``: it carries only its signature, so after an item of another kind with the
         same id it continues that item (02 §4 step 3).
         """
+        item_id = self.item_id_of(kind, family, signature, whole=whole, empty=empty)
+        if signature is None:
+            return {"item_id": item_id}
+        return {"item_id": item_id, "signature": signature}
+
+    def item_id_of(
+        self,
+        kind: str,
+        family: str,
+        signature: str | None,
+        *,
+        whole: bool = False,
+        empty: bool = False,
+    ) -> str:
+        """``place`` for the item id alone: return it, and follow the item it lands on."""
         current = self._item if family == self._family else None
         item_id = family if current is None else current
         continues = item_id == self._item and (
@@ -283,6 +298,4 @@ class GenAIMachine(TableMachine):
         else:
             self._kind, self._family, self._item = kind, family, item_id
             self._signed = signature is not None
-        if signature is None:
-            return {"item_id": item_id}
-        return {"item_id": item_id, "signature": signature}
+        return item_id

@@ -19,7 +19,7 @@ its ``step.type``), grown by ``step.delta`` and closed by ``step.stop``. Steps a
 another, so the machine keeps only the open step and the highest index seen (a step index seen
 before is refused), which keeps its state bounded whatever the stream holds. Every fragment of
 a step carries ``fidelity["item_id"] = str(index)``, so the finalizer ends an item where the
-next step begins (02 §4):
+next step begins (02 §4); text, thought text and argument deltas are ``Fragment``s (08 D65):
 
 - ``thought``: ``thought_summary`` deltas are thinking text (``content.type == "text"``) or a
   thought image (``"image"``: ``inline_thinking``, bytes decoded from base64, MIME
@@ -62,11 +62,12 @@ from typing import Any, Final, final
 
 import attrs
 
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import TEXT, THINKING, TOOL_CALL, Fragment
 from mmsp_core.model import (
     FinishReason,
     InlineDataDelta,
     InlineThinkingDelta,
-    TextDelta,
     ThinkingDelta,
     ToolCallDelta,
     UniEvent,
@@ -191,13 +192,13 @@ def _bytes(delta: _Json) -> bytes | None:
 # -- delta handlers: (machine, open step, delta) -> the client event, or None when out of place
 
 
-def _thought_summary(m: InteractionsMachine, step: _Step, delta: _Json) -> UniEvent | None:
+def _thought_summary(m: InteractionsMachine, step: _Step, delta: _Json) -> ClientEvent | None:
     content = opt_obj(delta, "content")
     if content is None:
         return EMPTY
     content_type = string(content, "type")
     if content_type == "text":
-        return _delta(ThinkingDelta(string(content, "text"), step.ident))
+        return Fragment(THINKING, string(content, "text"), step.ident["item_id"])
     if content_type == "image":
         data = _bytes(content)
         if data is None:
@@ -217,8 +218,8 @@ def _thought_signature(m: InteractionsMachine, step: _Step, delta: _Json) -> Uni
     return _delta(ThinkingDelta("", {**step.ident, "signature": signature}))
 
 
-def _text(m: InteractionsMachine, step: _Step, delta: _Json) -> UniEvent:
-    return _delta(TextDelta(opt_string(delta, "text") or "", step.ident))
+def _text(m: InteractionsMachine, step: _Step, delta: _Json) -> Fragment:
+    return Fragment(TEXT, opt_string(delta, "text") or "", step.ident["item_id"])
 
 
 def _image(m: InteractionsMachine, step: _Step, delta: _Json) -> UniEvent:
@@ -241,11 +242,11 @@ def _audio(m: InteractionsMachine, step: _Step, delta: _Json) -> UniEvent:
     return _delta(InlineDataDelta(data, mime, step.ident))
 
 
-def _arguments(m: InteractionsMachine, step: _Step, delta: _Json) -> UniEvent:
-    return _delta(ToolCallDelta("", "", opt_string(delta, "arguments") or "", step.ident))
+def _arguments(m: InteractionsMachine, step: _Step, delta: _Json) -> Fragment:
+    return Fragment(TOOL_CALL, opt_string(delta, "arguments") or "", step.ident["item_id"])
 
 
-_DeltaHandler = Callable[["InteractionsMachine", _Step, _Json], UniEvent | None]
+_DeltaHandler = Callable[["InteractionsMachine", _Step, _Json], ClientEvent | None]
 
 #: ``(step kind, delta type)`` -> handler (06 §5).
 _DELTAS: Final[Mapping[tuple[_Kind, str], _DeltaHandler]] = {
@@ -297,7 +298,7 @@ def _step_start(m: InteractionsMachine, data: _Json) -> UniEvent | None:
     return EMPTY
 
 
-def _step_delta(m: InteractionsMachine, data: _Json) -> UniEvent | None:
+def _step_delta(m: InteractionsMachine, data: _Json) -> ClientEvent | None:
     step = _open_step(m, data)
     if step is None:
         return None

@@ -29,12 +29,14 @@ follows, 08 D56).
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any, Final
 
 from adapters._json import BadField, loads_object, nests_within
 from adapters._preflight import MAX_DEPTH
 from adapters._table import EMPTY, Handler, TableMachine, skip
 from mmsp_core.errors import UpstreamError, WireFormatError
+from mmsp_core.items import ClientEvent
 from mmsp_core.model import UniEvent
 from mmsp_core.sse import SSEEvent
 from mmsp_core.wire import event_from_wire
@@ -127,7 +129,7 @@ class MMSPMachine(TableMachine):
             raise BadField("'event_type' must be a string")
         return event_type if event_type in _PUBLIC else f"event_type {event_type}", data
 
-    def next_events(self, sse: SSEEvent) -> list[UniEvent]:
+    def next_events(self, sse: SSEEvent) -> Sequence[ClientEvent]:
         """The public event of one SSE event, or none for ``[DONE]`` and a skipped event: the
         finalizer takes the server's events only (module docstring).
 

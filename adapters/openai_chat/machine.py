@@ -1,4 +1,4 @@
-"""The Chat Completions machine: one SSE event in, one client-stream UniEvent out (spec 06 §3).
+"""The Chat Completions machine: one SSE event in, one client-stream event out (spec 06 §3).
 
 Theory of operation
 -------------------
@@ -32,6 +32,8 @@ items, in this order (a chunk may end the thinking and start the answer):
    (08 D6, D42, D43); a call that would begin without a name is out of place (08 D45).
 
 Chat gives items no ids, so the item id (``fidelity["item_id"]``) is the wire field name.
+Text and continuing arguments are built as ``Fragment``s; a chunk of one of them alone (the
+common chunk) is that fragment as its client event (``adapters._table.client_event``, 08 D65).
 A finish reason or usage makes the event a ``stop`` event (items stay on it). Usage is read
 by ``usage.read_usage`` from ``usage`` (an ``include_usage`` chunk with no choices, or GLM's
 finish chunk), else from ``x_groq.usage`` (older Groq responses carry it only there; the
@@ -60,12 +62,13 @@ from adapters._json import (
     opt_obj,
     opt_string,
 )
-from adapters._table import TableMachine, Transitions, skip
+from adapters._table import TableMachine, Transitions, client_event, skip
 from mmsp_core.errors import ProviderStreamError, UnknownEventError
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import TEXT, TOOL_CALL, Fragment
 from mmsp_core.model import (
     FinishReason,
     Item,
-    TextDelta,
     ThinkingDelta,
     ToolCallDelta,
     UniEvent,
@@ -115,14 +118,14 @@ def _on_error_frame(machine: ChatMachine, text: str) -> UniEvent:
     raise machine.provider_error(body, {}, text)
 
 
-def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
+def _on_chunk(machine: ChatMachine, text: str) -> ClientEvent:
     """One ``chat.completion.chunk``: its items, and a ``stop`` event for finish or usage."""
     chunk = loads_object(text)
     if chunk.get("error") is not None:
         raise machine.provider_error(chunk["error"], chunk, text)
     # Most chunks carry no usage: the key test spares them the read (the hot path).
     usage = machine.merge_usage(chunk) if "usage" in chunk or "x_groq" in chunk else None
-    items: list[Item] = []
+    items: list[Item | Fragment] = []
     finish: FinishReason | None = None
     choice = _first_choice(chunk)
     if choice is not None:
@@ -135,7 +138,7 @@ def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
                 if field in delta:  # an absent field costs no read (the hot path)
                     content = opt_string(delta, field)
                     if content:
-                        items.append(TextDelta(content, {"item_id": field}))
+                        items.append(Fragment(TEXT, content, field))
             if "tool_calls" in delta:
                 for fragment in opt_array(delta, "tool_calls") or ():
                     call = _tool_call(machine, fragment, text)
@@ -144,9 +147,7 @@ def _on_chunk(machine: ChatMachine, text: str) -> UniEvent:
         reason = opt_string(choice, "finish_reason")
         if reason:
             finish = FINISH_REASONS.get(reason, FinishReason.UNKNOWN)
-    if finish is None and usage is None:
-        return UniEvent("delta", tuple(items))
-    return UniEvent("stop", tuple(items), usage, finish)
+    return client_event(items, usage, finish)
 
 
 def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -159,7 +160,9 @@ def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _read_reasoning(machine: ChatMachine, delta: Mapping[str, Any], items: list[Item]) -> None:
+def _read_reasoning(
+    machine: ChatMachine, delta: Mapping[str, Any], items: list[Item | Fragment]
+) -> None:
     """Append the thinking of one delta, counted once (spec 06 §3 step 1)."""
     blocks = opt_array(delta, "reasoning_details")
     if blocks:
@@ -198,7 +201,9 @@ def _details_block(machine: ChatMachine, block: Mapping[str, Any]) -> ThinkingDe
     return ThinkingDelta(text, fidelity)
 
 
-def _tool_call(machine: ChatMachine, fragment: Any, text: str) -> ToolCallDelta | None:
+def _tool_call(
+    machine: ChatMachine, fragment: Any, text: str
+) -> ToolCallDelta | Fragment | None:
     """Turn one ``tool_calls`` entry into a fragment, starting calls per 08 D6.
 
     A fragment that would begin a call but names no function is out of place (08 D45):
@@ -221,7 +226,7 @@ def _tool_call(machine: ChatMachine, fragment: Any, text: str) -> ToolCallDelta 
             or (wire_id is not None and wire_id != machine._call_wire_id)
         )
     if not begins:
-        return ToolCallDelta("", "", arguments, {"item_id": "tool_calls"})
+        return Fragment(TOOL_CALL, arguments, "tool_calls")
     if not name:
         if machine.strict:
             raise UnknownEventError(machine.client, text, detail="a tool call without a name")

@@ -20,9 +20,10 @@ ids, which a proxy may rotate on every event. Items arrive one after another, so
 keeps only the item currently open (announced by ``response.output_item.added``, closed by
 ``response.output_item.done``) and the highest index seen, which keeps its state bounded. Every
 delta carries ``fidelity["item_id"] = str(output_index)``, so the finalizer ends an item where
-the next begins. Public fidelity holds only the keys of spec 01 §5: a message's ``phase``, and
-a reasoning item's ``channel``, ``encrypted_content``, ``signature`` and ``format``, sent as an
-empty thinking fragment at ``response.output_item.done``.
+the next begins; text, reasoning and argument deltas are ``Fragment``s (08 D65). Public
+fidelity holds only the keys of spec 01 §5: a message's ``phase``, and a reasoning item's
+``channel``, ``encrypted_content``, ``signature`` and ``format``, sent as an empty thinking
+fragment at ``response.output_item.done``.
 
 Function calls start at ``response.output_item.added`` with their name and ``call_id`` (or
 ``call_<n>``, 08 D43) and grow from ``response.function_call_arguments.delta``. A call whose
@@ -51,6 +52,8 @@ from typing import Any, Final, NoReturn, final
 import attrs
 
 from mmsp_core.errors import ProviderStreamError
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import TEXT, THINKING, TOOL_CALL, Fragment
 from mmsp_core.model import (
     FinishReason,
     TextDelta,
@@ -248,27 +251,27 @@ def _item_added(m: ResponsesMachine, data: _Json) -> UniEvent | None:
     return EMPTY
 
 
-def _text_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+def _text_delta(m: ResponsesMachine, data: _Json) -> ClientEvent | None:
     item = _target(m, data, _Kind.MESSAGE)
     if item is None or item.kind is _Kind.SKIPPED:
         return None if item is None else EMPTY
-    return _delta(TextDelta(string(data, "delta"), item.ident))
+    return Fragment(TEXT, string(data, "delta"), item.ident["item_id"])
 
 
-def _reasoning_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+def _reasoning_delta(m: ResponsesMachine, data: _Json) -> ClientEvent | None:
     item = _target(m, data, _Kind.REASONING)
     if item is None or item.kind is _Kind.SKIPPED:
         return None if item is None else EMPTY
-    return _delta(ThinkingDelta(string(data, "delta"), item.ident))
+    return Fragment(THINKING, string(data, "delta"), item.ident["item_id"])
 
 
-def _arguments_delta(m: ResponsesMachine, data: _Json) -> UniEvent | None:
+def _arguments_delta(m: ResponsesMachine, data: _Json) -> ClientEvent | None:
     item = _target(m, data, _Kind.CALL, _Kind.WHOLE_CALL)
     if item is None or item.kind is not _Kind.CALL:
         return None if item is None else EMPTY
     delta = string(data, "delta")
     item.streamed = item.streamed or bool(delta)
-    return _delta(ToolCallDelta("", "", delta, item.ident))
+    return Fragment(TOOL_CALL, delta, item.ident["item_id"])
 
 
 def _arguments_done(m: ResponsesMachine, data: _Json) -> UniEvent | None:

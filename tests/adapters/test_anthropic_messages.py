@@ -33,6 +33,8 @@ from mmsp_core import (
     UnknownEventError,
     to_wire,
 )
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import THINKING, TOOL_CALL, Fragment
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
@@ -174,7 +176,7 @@ def test_both_clients_read_the_same_stream(case: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _machine_events(body: bytes, *, strict: bool = False) -> list[list[UniEvent]]:
+def _machine_events(body: bytes, *, strict: bool = False) -> list[list[ClientEvent]]:
     machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=strict, base_url=None)
     out = []
     for block in body.split(b"\n\n")[:-1]:
@@ -192,9 +194,11 @@ def test_one_client_event_per_wire_event() -> None:
     assert start == UniEvent("stop", usage_metadata=UsageMetadata(None, 10, None, None))
     assert ping == UniEvent("delta")
     assert tool_start.content_items == (ToolCallDelta("f", "toolu_1", "", {"item_id": "0"}),)
-    assert args1.content_items == (ToolCallDelta("", "", '{"a":', {"item_id": "0"}),)
-    assert args2.content_items == (ToolCallDelta("", "", "1}", {"item_id": "0"}),)
-    assert empty_args.content_items == (ToolCallDelta("", "", "", {"item_id": "0"}),)
+    # Argument deltas are fragments, each standing for the delta it names (08 D65).
+    assert args1 == Fragment(TOOL_CALL, '{"a":', "0")
+    assert args1.item() == ToolCallDelta("", "", '{"a":', {"item_id": "0"})
+    assert args2 == Fragment(TOOL_CALL, "1}", "0")
+    assert empty_args == Fragment(TOOL_CALL, "", "0")
     assert stop == UniEvent("delta")
     assert delta == UniEvent(
         "stop", usage_metadata=UsageMetadata(None, None, None, 5), finish_reason=FinishReason.STOP
@@ -211,7 +215,8 @@ def test_thinking_items_carry_the_block_index() -> None:
     )
     events = [e for [e] in _machine_events(body)]
     assert events[1] == UniEvent("delta")
-    assert events[2].content_items == (ThinkingDelta("hm", {"item_id": "3"}),)
+    assert events[2] == Fragment(THINKING, "hm", "3")
+    assert events[2].item() == ThinkingDelta("hm", {"item_id": "3"})
     assert events[3].content_items == (ThinkingDelta("", {"item_id": "3", "signature": "SIG"}),)
     assert events[4].content_items == (
         ThinkingDelta("_REDACTED_THINKING", {"item_id": "4", "signature": "DATA"}),

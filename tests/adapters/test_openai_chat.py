@@ -28,9 +28,12 @@ from mmsp_core import (
     ToolCallArgumentParseError,
     UnknownEventError,
 )
+from mmsp_core.items import ClientEvent
+from mmsp_core.kinds import Fragment
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
+    Item,
     TextDone,
     ThinkingDone,
     ToolCallDelta,
@@ -309,8 +312,13 @@ def test_machine_blanks_a_repeated_name_itself() -> None:
                 }
             )
         )
-        items += [i for e in machine.next_events(sse) for i in e.content_items]
+        items += [i for e in machine.next_events(sse) for i in client_items(e)]
     assert [(i.name, i.tool_call_id) for i in items] == [("f", "x"), ("", "")]  # 08 D42
+
+
+def client_items(event: ClientEvent) -> tuple[Item, ...]:
+    """The delta items of a client event; a fragment stands for one (08 D65)."""
+    return (event.item(),) if isinstance(event, Fragment) else event.content_items
 
 
 def test_calls_without_id_get_call_n() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mmsp_core import (
     EmbeddingDelta,
@@ -41,6 +42,7 @@ from mmsp_core import (
     UsageMetadata,
     to_wire,
 )
+from mmsp_core.kinds import TEXT, THINKING, TOOL_CALL, Fragment
 from mmsp_core.testing import assert_stream_grammar, outcome, run
 from mmsp_core.testing.strategies import client_streams
 
@@ -736,6 +738,18 @@ def test_a_bad_fragment_raises_without_the_previous_items_done() -> None:
     assert before == [ToolCallDelta("f", "c", "{}")]
 
 
+@pytest.mark.parametrize("arguments", ["\ud83d", "{\ud83d"])
+def test_a_first_call_fragment_without_headers_is_refused_even_when_it_holds_a_surrogate(
+    arguments: str,
+) -> None:
+    # The high surrogate is held back for the next fragment (08 D55); the call still has no
+    # name and id, which its first fragment must carry (was: AttributeError at the close).
+    before, error = failing([delta(ToolCallDelta("", "", arguments, iid("0"))), STOP],
+                            StreamProtocolError)
+    assert before == []
+    assert "must carry the name and the tool_call_id" in str(error)
+
+
 def test_an_item_may_not_grow_past_max_item_size() -> None:
     ok = [delta(TextDelta("12345")), delta(TextDelta("67890"))]
     out, error = direct([*ok, STOP], max_item_size=10)
@@ -845,3 +859,60 @@ def test_generated_client_streams_give_a_grammatical_public_stream(
     assert [i for i in items(out[:-1]) if i.type.endswith(".done")] == done
     assert (out[-1].usage_metadata, out[-1].finish_reason) == (usage, finish)
     assert outcome(*direct(stream)) == outcome(out, error)
+
+
+# -- fragments: the machines' cheap deltas (08 D65) -----------------------------------------
+
+_growing = st.text(alphabet=st.sampled_from(["a", "é", "\ud83d", "\ude00", "{", "}"]),
+                   max_size=4)
+_item_ids = st.sampled_from(["0", "1", ""])
+
+
+def _deltas() -> st.SearchStrategy[Any]:
+    """Delta items of the three text kinds, most of them fragment-shaped, some not."""
+    identity = _item_ids.map(lambda i: {"item_id": i})
+    fidelity = identity | _item_ids.map(lambda i: {"item_id": i, "signature": "s"})
+    headers = st.sampled_from(["", "f"])
+    return st.one_of(
+        st.builds(TextDelta, _growing, fidelity),
+        st.builds(ThinkingDelta, _growing, fidelity),
+        st.builds(ToolCallDelta, headers, headers, _growing, fidelity),
+    )
+
+
+def as_fragment(event: UniEvent) -> UniEvent | Fragment:
+    """``event`` as the ``Fragment`` a machine would build for it, when it has that shape: one
+    text, thinking or arguments delta with no header fields and only its identity."""
+    if event.event_type != "delta" or len(event.content_items) != 1:
+        return event
+    item = event.content_items[0]
+    kinds = {TextDelta: TEXT, ThinkingDelta: THINKING, ToolCallDelta: TOOL_CALL}
+    if type(item) not in kinds or item.fidelity is None or list(item.fidelity) != ["item_id"]:
+        return event
+    if isinstance(item, ToolCallDelta) and (item.name or item.tool_call_id):
+        return event
+    kind = kinds[type(item)]
+    fragment = Fragment(kind, kind.growing(item), item.fidelity["item_id"])
+    assert fragment.item() == item
+    return fragment
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_deltas(), max_size=12), st.sampled_from([4, 64 << 20]))
+def test_a_fragment_is_finalized_exactly_as_the_delta_it_stands_for(
+    items_: list[Any], max_item_size: int
+) -> None:
+    events = [delta(item) for item in items_] + [STOP]
+    fragments = [as_fragment(event) for event in events]
+    assert outcome(*direct(events, max_item_size=max_item_size)) == outcome(
+        *direct(fragments, max_item_size=max_item_size)  # type: ignore[arg-type]
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(client_streams())
+def test_generated_streams_of_fragments_finalize_as_their_deltas(stream: list[UniEvent]) -> None:
+    single = [delta(item) for event in stream for item in event.content_items]
+    single += [event for event in stream if event.event_type == "stop"]
+    fragments = [as_fragment(event) for event in single]
+    assert outcome(*direct(fragments)) == outcome(*direct(single))  # type: ignore[arg-type]

@@ -31,7 +31,8 @@ from mmsp_core import (
     UniEvent,
     UsageMetadata,
 )
-from mmsp_core.testing import assert_stream_grammar
+from mmsp_core.kinds import TEXT, Fragment
+from mmsp_core.testing import assert_stream_grammar, outcome
 from mmsp_core.testing.strategies import client_streams
 
 Outcome = tuple[list[UniEvent], BaseException | None]
@@ -318,3 +319,13 @@ def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
     assert isinstance(error, MalformedEventError)
     assert error.event == "public event 1"
     assert out == events[:1]
+
+
+@pytest.mark.parametrize("growing", ["hi", ""])
+def test_a_fragment_is_judged_as_the_delta_event_it_stands_for(growing: str) -> None:
+    fragment = Fragment(TEXT, growing, "0")
+    stop = seed_stream()[-1]
+    as_event = UniEvent("delta", (fragment.item(),))
+    assert outcome(*pass_through([fragment, stop])) == outcome(  # type: ignore[list-item]
+        *pass_through([as_event, stop])
+    )
