@@ -160,7 +160,7 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
     if len(part) == 1 and type(part.get("text")) is str:
         # The common part, plain text: the same as the general path below, minus its reads.
         text = part["text"]
-        return Fragment(TEXT, text, machine.item_id_of("text", _TEXT, None)) if text else None
+        return Fragment(TEXT, text, machine.place("text", _TEXT, None)) if text else None
     signature = opt_string(part, "thoughtSignature")
     thought = _flag(part, "thought")
     if "functionCall" in part:
@@ -172,7 +172,7 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
         machine._saw_call = True
         # Python's default separators, non-ASCII kept (06 §4); parsed, it is the same object.
         arguments = json.dumps(args, ensure_ascii=False)
-        fidelity = machine.place("tool_call", _CALL, signature, whole=True)
+        fidelity = _fidelity(machine.place("tool_call", _CALL, signature, whole=True), signature)
         return ToolCallDelta(name, opt_string(call, "id") or name, arguments, fidelity)
     inline = opt_obj(part, "inlineData")
     if inline is not None:
@@ -181,15 +181,16 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
             return None
         mime = opt_string(inline, "mimeType") or _OCTET_STREAM
         if thought:
-            fidelity = machine.place(
+            item_id = machine.place(
                 "inline_thinking", _THOUGHT, signature, whole=True, empty=not data
             )
-            return InlineThinkingDelta(data, mime, fidelity)
+            return InlineThinkingDelta(data, mime, _fidelity(item_id, signature))
         # Images are items of their own; other data (audio chunks) joins while its MIME type
         # stays the same.
         image = mime.startswith("image/")
         family = _INLINE if image else f"{_INLINE}:{mime}"
-        fidelity = machine.place("inline_data", family, signature, whole=image, empty=not data)
+        item_id = machine.place("inline_data", family, signature, whole=image, empty=not data)
+        fidelity = _fidelity(item_id, signature)
         return InlineDataDelta(data, mime, fidelity)
     text = opt_string(part, "text")
     if text is None and not SERVER_TOOL_PARTS.isdisjoint(part):
@@ -203,8 +204,17 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
         return None
     text = text or ""
     if thought:
-        return ThinkingDelta(text, machine.place("thinking", _THOUGHT, signature, empty=not text))
-    return TextDelta(text, machine.place("text", _TEXT, signature, empty=not text))
+        item_id = machine.place("thinking", _THOUGHT, signature, empty=not text)
+        return ThinkingDelta(text, _fidelity(item_id, signature))
+    return TextDelta(text, _fidelity(machine.place("text", _TEXT, signature, empty=not text),
+                                     signature))
+
+
+def _fidelity(item_id: str, signature: str | None) -> dict[str, str]:
+    """The client fidelity of a fragment: its item id, and its signature when it has one."""
+    if signature is None:
+        return {"item_id": item_id}
+    return {"item_id": item_id, "signature": signature}
 
 
 def _flag(part: Mapping[str, Any], key: str) -> bool:
@@ -260,29 +270,14 @@ class GenAIMachine(TableMachine):
         *,
         whole: bool = False,
         empty: bool = False,
-    ) -> dict[str, str]:
-        """Return the fidelity of a fragment of ``kind`` (item id, signature), and follow the
-        item it lands on (module docstring).
+    ) -> str:
+        """Return the item id of a fragment of ``kind``, and follow the item it lands on
+        (module docstring); ``_fidelity`` adds the signature.
 
         ``whole``: the fragment begins an item by itself (a call, an image, a thought image);
         ``empty``: it carries only its signature, so after an item of another kind with the
         same id it continues that item (02 §4 step 3).
         """
-        item_id = self.item_id_of(kind, family, signature, whole=whole, empty=empty)
-        if signature is None:
-            return {"item_id": item_id}
-        return {"item_id": item_id, "signature": signature}
-
-    def item_id_of(
-        self,
-        kind: str,
-        family: str,
-        signature: str | None,
-        *,
-        whole: bool = False,
-        empty: bool = False,
-    ) -> str:
-        """``place`` for the item id alone: return it, and follow the item it lands on."""
         current = self._item if family == self._family else None
         item_id = family if current is None else current
         continues = item_id == self._item and (
