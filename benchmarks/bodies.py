@@ -202,18 +202,22 @@ def _save(directory: Path, protocol: str, shape: str, n: int, body: bytes) -> Bo
     path = directory / f"{ident}.body"
     path.write_bytes(body)
     lines = data_lines(body)
-    return Body(
+    made = Body(
         id=ident, protocol=protocol, shape=shape, n=n, path=str(path), length=len(body),
         tail=body[-TAIL:].hex(), data_lines=len(lines),
         last_data=lines[-1].decode() if lines else "",
     )
+    Path(described(made)).write_text(json.dumps(dataclasses.asdict(made)))
+    return made
 
 
-def dump(body: Body) -> str:
-    """``body`` as the JSON a consumer process is given."""
-    return json.dumps(dataclasses.asdict(body))
+def described(body: Body) -> str:
+    """The file, beside the body's, that describes it to a consumer process (its last data
+    line can be far longer than one command-line argument may be: Responses repeats the
+    whole answer in ``response.completed``)."""
+    return str(Path(body.path).with_suffix(".json"))
 
 
-def load(text: str) -> Body:
-    """The ``Body`` of ``dump``'s JSON."""
-    return Body(**json.loads(text))
+def load(path: str) -> Body:
+    """The ``Body`` a ``described`` file describes."""
+    return Body(**json.loads(Path(path).read_text()))

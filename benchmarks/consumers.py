@@ -1,16 +1,16 @@
 """The consumers the benchmark times, each run in a fresh process of its own.
 
-Theory of operation: ``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_JSON CHUNKING
-RUNS`` opens what the consumer needs once (an ``httpx.AsyncClient``, an ``AutoLLMClient``, an
-SDK client), streams the body once as a warm-up and then ``RUNS`` times, and prints one JSON
-line: for each timed run the process CPU time (``time.process_time``: user and system, every
-thread) and wall time from before the request to after the last event, and the time to the
-first content; the process's peak RSS; where the library measured was imported from; and
-``error``, set when a run failed or consumed the wrong thing. After every run (outside the
-timed part) the consumer's count and last event are checked (``verify``): the floor must read
-the body's length and its last bytes, ``aiter_lines`` its ``data:`` lines and the last of them,
-every other consumer exactly N non-empty content deltas and a stop last. The process exits 1
-on an error.
+Theory of operation: ``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_FILE CHUNKING
+RUNS`` (``BODY_FILE``: ``bodies.described``) opens what the consumer needs once (an
+``httpx.AsyncClient``, an ``AutoLLMClient``, an SDK client), streams the body once as a warm-up
+and then ``RUNS`` times, and prints one JSON line: for each timed run the process CPU time
+(``time.process_time``: user and system, every thread) and wall time from before the request to
+after the last event, and the time to the first content; the process's peak RSS; where the
+library measured was imported from; and ``error``, set when a run failed or consumed the wrong
+thing. After every run (outside the timed part) the consumer's count and last event are checked
+(``verify``): the floor must read the body's length and its last bytes, ``aiter_lines`` its
+``data:`` lines and the last of them, every other consumer exactly N non-empty content deltas
+and a stop last. The process exits 1 on an error.
 
 The library's consumers run under its default JSON backend (``mmsp_core.jsonlib``: orjson
 when the ``fast`` extra is installed); their ``-json`` twins switch to the standard library's
@@ -488,10 +488,10 @@ def run(consumer: str, url: str, body: Body, chunking: str, runs: int) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_JSON CHUNKING RUNS``: print
+    """``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_FILE CHUNKING RUNS``: print
     one JSON line (module docstring); exit 1 when the consumer failed."""
-    consumer, origin, body_json, chunking, runs = argv if argv is not None else sys.argv[1:]
-    body = bodies.load(body_json)
+    consumer, origin, body_file, chunking, runs = argv if argv is not None else sys.argv[1:]
+    body = bodies.load(body_file)
     try:
         result = run(consumer, origin, body, chunking, int(runs))
         result["error"] = None

@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             continue
                         python = args.peer_python if consumer.peer else sys.executable
                         began = time.perf_counter()
-                        result = _process(python, [name, origin, bodies.dump(body), chunking,
+                        result = _process(python, [name, origin, bodies.described(body), chunking,
                                                    str(args.runs)], args.timeout)
                         rows.append({"protocol": body.protocol, "shape": body.shape,
                                      "n": body.n, "chunking": chunking, "consumer": name,
@@ -206,15 +206,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                             f"{report.per_delta_us(rows[-1]):.1f} µs/delta")
                         _log(f"{body.id} {chunking} {name}: {status}")
                 if not args.no_memory:
-                    result = _process(sys.executable, ["memory", origin, bodies.dump(body),
+                    result = _process(sys.executable, ["memory", origin, bodies.described(body),
                                                        "packed", str(args.runs)], args.timeout)
                     memory.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
                                    "consumer": "memory", **result})
             for body in stream_bodies:
                 for loop in ("asyncio", "trio"):
                     name = f"concurrent-{loop}"
-                    result = _process(sys.executable, [name, origin, bodies.dump(body), "event",
-                                                       str(args.streams)], args.timeout)
+                    argv = [name, origin, bodies.described(body), "event", str(args.streams)]
+                    result = _process(sys.executable, argv, args.timeout)
                     concurrent.append({"protocol": body.protocol, "n": body.n, "consumer": name,
                                        "streams": args.streams, "rss_before_kib": 0, **result})
                     _log(f"{body.id} {name} x{args.streams}: {result['error'] or 'ok'}")
