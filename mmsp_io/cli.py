@@ -392,6 +392,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         printer.end_line()
         return 130
+    except BaseExceptionGroup as group:
+        # Ctrl-C while several tasks run (a server still answering a request) reaches here
+        # grouped with what the cancelled tasks raised: it is still a Ctrl-C.
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+        printer.end_line()
+        return 130
     except Exception as exc:  # every failure is one line (module docstring)
         printer.end_line()
         if getattr(args, "debug", False):
