@@ -58,9 +58,11 @@ __all__ = [
     "Traits",
     "WireProtocol",
     "auth_headers",
+    "build_read_request",
     "build_request",
     "check_config",
     "check_endpoint",
+    "check_read_config",
     "client_spec",
     "coerce_config",
     "coerce_messages",
@@ -287,10 +289,35 @@ def check_config(
     model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = _resolve(client_type, model)
     values = coerce_config(client, config)
+    _check_read_config(client, profile, protocol, model, values, strict)
+
+
+def check_read_config(
+    client_type: str, model: str, config: UniConfig, *, strict: bool = False
+) -> None:
+    """``check_config`` for a config read already by ``coerce_config`` for this client type:
+    what a client that reads its values once per call uses before ``build_read_request``
+    (08 D58 asks for the checks once, before any request). A config that did not come from
+    ``coerce_config`` may be judged on values that were never checked.
+
+    Raises:
+        MMSPError: what ``check_config`` raises for a config that reads.
+    """
+    model = _preflight.check_model_id(model, client_type, routing=False)
+    client, profile, protocol = _resolve(client_type, model)
+    _check_read_config(client, profile, protocol, model, config, strict)
+
+
+def _check_read_config(
+    client: str, profile: Any, protocol: WireProtocol, model: str, config: UniConfig,
+    strict: bool,
+) -> None:
+    """The checks of ``check_config`` and ``check_read_config``; a warning points at their
+    caller."""
     if protocol.traits.base_preflight:
-        _preflight.warn_unknown_keys(client, values, strict=strict)
-    protocol.check_config(client, profile, model, values)
-    _check_extra_body(client, profile, protocol, model, values)
+        _preflight.warn_unknown_keys(client, config, strict=strict, stacklevel=4)
+    protocol.check_config(client, profile, model, config)
+    _check_extra_body(client, profile, protocol, model, config)
 
 
 def _check_extra_body(
@@ -356,23 +383,73 @@ def build_request(
     model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = _resolve(client_type, model)
     values = coerce_messages(client, messages)
-    if protocol.traits.base_preflight:
-        if not values:
-            raise InvalidMessageError(
-                client, None, None, detail="messages is empty: give at least one message"
-            )
-        for index, message in enumerate(values):
-            if not message.content_items:
-                raise InvalidMessageError(client, None, index, detail="no content items")
+    _check_sendable(client, protocol, values)
     settings = coerce_config(client, config)
     if protocol.traits.base_preflight:
         _preflight.warn_unknown_keys(client, settings, strict=strict)
     _check_extra_body(client, profile, protocol, model, settings)
-    request = protocol.build_request(client, profile, model, values, settings)
-    if not settings.extra_body or not protocol.traits.base_preflight:
+    return _build(client, profile, protocol, model, values, settings)
+
+
+def build_read_request(
+    client_type: str,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
+    *,
+    strict: bool = False,
+) -> HTTPRequest:
+    """``build_request`` for values read and checked already, by ``coerce_messages`` and
+    ``read_checked_config`` for the same client type and model: nothing is read, checked or
+    warned about a second time (08 D58 asks for the checks once, before any request).
+
+    ``strict`` is accepted for symmetry; its only effect, refusing unknown keys, happened
+    when the config was read. Values that did not come from those two functions may be
+    sent unchecked.
+
+    Raises:
+        InvalidMessageError: no messages, or a message with nothing sendable.
+        UnsupportedParameterError, UnsupportedContentError: as ``build_request``.
+        RoutingError, UnsupportedOperationError: as ``build_request``.
+    """
+    model = _preflight.check_model_id(model, client_type, routing=False)
+    client, profile, protocol = _resolve(client_type, model)
+    _check_sendable(client, protocol, messages)
+    return _build(client, profile, protocol, model, messages, config)
+
+
+def _check_sendable(client: str, protocol: WireProtocol, messages: Sequence[UniMessage]) -> None:
+    """Refuse an empty history or a message without items (RFC-0003 §3.3), except on a
+    protocol without the base preflight (a gateway's client sends what it is given).
+
+    Raises:
+        InvalidMessageError: with ``message_index`` for a message without items.
+    """
+    if not protocol.traits.base_preflight:
+        return
+    if not messages:
+        raise InvalidMessageError(
+            client, None, None, detail="messages is empty: give at least one message"
+        )
+    for index, message in enumerate(messages):
+        if not message.content_items:
+            raise InvalidMessageError(client, None, index, detail="no content items")
+
+
+def _build(
+    client: str,
+    profile: Any,
+    protocol: WireProtocol,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
+) -> HTTPRequest:
+    """The protocol's request for read values, with ``extra_body`` merged in last (08 D57)."""
+    request = protocol.build_request(client, profile, model, list(messages), config)
+    if not config.extra_body or not protocol.traits.base_preflight:
         # A gateway forwards extra_body inside the config, for its own client (08 D57).
         return request
-    body = _preflight.merge_extra_body(client, request.body, settings.extra_body)
+    body = _preflight.merge_extra_body(client, request.body, config.extra_body)
     return attrs.evolve(request, body=body)
 
 

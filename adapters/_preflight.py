@@ -302,13 +302,15 @@ def _config_error(
     return error
 
 
-def warn_unknown_keys(client: str, config: UniConfig, *, strict: bool) -> None:
+def warn_unknown_keys(
+    client: str, config: UniConfig, *, strict: bool, stacklevel: int = 3
+) -> None:
     """Name each config key that is not a UniConfig field, with its close matches (08 D57).
 
     Provider clients ignore such keys (RFC-0003 §6.2), so a typo would silently change what
     is asked: each one gets a ``UserWarning`` ("did you mean 'max_tokens'?"), pointed at the
-    caller of ``build_request`` or ``check_config``, so Python's filter shows it once per call
-    site.
+    caller of ``build_request`` or ``check_config`` (``stacklevel`` frames up from here), so
+    Python's filter shows it once per call site.
 
     Raises:
         UnsupportedParameterError: in strict mode, for the first unknown key (``parameter`` =
@@ -327,7 +329,7 @@ def warn_unknown_keys(client: str, config: UniConfig, *, strict: bool) -> None:
             f"{client} ignores the config key {key!r}: it is not a UniConfig field{guess} "
             "(fields the mapping does not know go in extra_body)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 

@@ -7,10 +7,11 @@ What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
    ``created_at`` is stamped from the real clock where missing, and a message without items is
    refused with ``InvalidMessageError(message_index=i)``.
 2. An already aborted signal raises ``AbortedError`` without any request.
-3. The config is read and checked (``adapters.check_config``), the ``trace_id`` checked for
-   containment (08 D24); then remote images are fetched for the client types whose builder
-   needs their bytes (08 D37); then ``adapters.build_request`` builds the request, to which
-   the credentials and ``default_headers`` are added.
+3. The config is read (``adapters.coerce_config``), the ``trace_id`` checked for containment
+   (08 D24) and the config checked (``adapters.check_read_config``); then remote images are
+   fetched for the client types whose builder needs their bytes (08 D37); then
+   ``adapters.build_read_request`` builds the request from the values read in steps 1 and 3,
+   reading nothing twice, and the credentials and ``default_headers`` are added to it.
 4. The request is streamed through ``open_stream`` with a fresh pipeline. Connection
    failures, 429, 5xx and in-stream overload errors before the first event are
    retried up to ``max_retries`` times with jittered exponential backoff honouring
@@ -43,7 +44,6 @@ import os
 import random
 import re
 import time
-import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from typing import Any, Final, cast
@@ -619,17 +619,12 @@ class AutoLLMClient:
         trace_id = values.trace_id if self._traits.base_preflight else None
         if trace_id:
             tracer.trace_files(self._trace_root, trace_id, client)
-        adapters.check_config(client, self._model, values, strict=self._strict)
+        adapters.check_read_config(client, self._model, values, strict=self._strict)
         call_timeouts = timeouts if timeouts is not None else self._timeouts
         sendable = messages
         if needs_image_bytes(client, self._model):
             sendable = await self._inline_images(messages, signal, call_timeouts, started)
-        with warnings.catch_warnings():
-            # check_config has already warned of each ignored config key (08 D57).
-            warnings.simplefilter("ignore", UserWarning)
-            request = adapters.build_request(
-                client, self._model, sendable, values, strict=self._strict
-            )
+        request = adapters.build_read_request(client, self._model, sendable, values)
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
         return _Call(request, join_url(self._base_url, request.path), values, trace_id,
                      call_timeouts)

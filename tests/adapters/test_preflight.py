@@ -57,15 +57,50 @@ def body(client: str, config: Any = None, messages: Any = None) -> Any:
     return json.loads(build(client, messages, config).body)
 
 
+def read_then_build(client: str, messages: Any, config: Any, *, strict: bool = False) -> Any:
+    """What a client reading its values once does: read, check the config, build from both."""
+    model = MODELS[client]
+    values = adapters.coerce_messages(client, messages)
+    settings = adapters.coerce_config(client, config)
+    adapters.check_read_config(client, model, settings, strict=strict)
+    return adapters.build_read_request(client, model, values, settings)
+
+
 def checked(how: str, client: str, config: Any, **kw: Any) -> None:
-    """Check ``config`` alone (``check_config``) or with a request (``build_request``)."""
+    """Check ``config`` alone (``check_config``), with a request (``build_request``), or read
+    once and then checked and built (``read_then_build``)."""
     if how == "check":
         adapters.check_config(client, MODELS[client], config, **kw)
+    elif how == "read":
+        read_then_build(client, HELLO, config, **kw)
     else:
         build(client, config=config, **kw)
 
 
-HOW = pytest.mark.parametrize("how", ["check", "build"])
+HOW = pytest.mark.parametrize("how", ["check", "build", "read"])
+
+
+@pytest.mark.parametrize("client", BUILT)
+@pytest.mark.parametrize("config", [
+    None,
+    {"max_tokens": 100, "system_prompt": "be brief", "prompt_caching": "enable"},
+    {"thinking_level": "high", "max_tokens": 20000},
+    {"tools": [{"name": "get", "description": "d", "parameters": {"type": "object"}}],
+     "tool_choice": "required"},
+    {"extra_body": {"metadata": {"user_id": "u"}}},
+], ids=["none", "plain", "thinking", "tools", "extra_body"])
+def test_reading_once_builds_exactly_the_request_build_request_builds(
+    client: str, config: Any
+) -> None:
+    messages = [*HELLO, UniMessage(role="assistant", content_items=(_TextDone("hello"),)),
+                {"role": "user", "content_items": [{"type": "text.done", "text": "more"}]}]
+    assert read_then_build(client, messages, config) == build(client, messages, config)
+
+
+@pytest.mark.parametrize("client", BUILT)
+def test_reading_once_still_refuses_an_empty_history(client: str) -> None:
+    with pytest.raises(InvalidMessageError, match="messages is empty"):
+        read_then_build(client, [], None)
 
 
 # -- messages: the argument itself (D69) -------------------------------------------------------
