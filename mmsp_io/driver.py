@@ -8,7 +8,9 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
 2. A non-2xx status (3xx included) reads a bounded preview of the body and raises what
    ``error_for_status(status, headers, preview)`` builds: by default ``ProviderHTTPError``
    from the provider's JSON error body (OpenAI, Anthropic and Google shapes).
-3. Otherwise it yields an async iterator that feeds every body chunk to
+3. Otherwise it yields an async iterator that feeds every body chunk (read from the
+   response's own stream, or through ``aiter_bytes`` when a ``Content-Encoding`` needs
+   decoding) to
    ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until ``NEED_DATA``; at
    the end of the body it calls ``receive_eof`` and drains until ``END``. Once the pipeline
    has seen its protocol's terminal event (``pipeline.finished``: ``message_stop``,
@@ -309,7 +311,7 @@ async def open_stream(
     unguarded = timeouts.total is None and (
         timeouts.idle is None or _hand_idle_to(http_client, http_request, timeouts.idle)
     )
-    chunks = response.aiter_bytes()
+    chunks = _body_chunks(response)
     try:
         await _raise_for_status(response, chunks, deadlines, error_for_status)
         events = _events(response, chunks, pipeline, deadlines, http_request, unguarded)
@@ -319,6 +321,21 @@ async def open_stream(
             await events.aclose()
     finally:
         await _close(response, chunks)
+
+
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The chunks of ``response``'s body as the transport hands them over.
+
+    A body without a ``Content-Encoding`` is read from the response's own stream, two
+    generator layers under ``aiter_bytes`` (whose content decoder is then the identity and
+    whose chunker, without a chunk size, passes each chunk through): a few microseconds less
+    per chunk. An encoded body (gzip, ...) goes through ``aiter_bytes``, which decodes it.
+    Either way ``_close`` closes the response.
+    """
+    stream = response.stream
+    if "content-encoding" in response.headers or not isinstance(stream, httpx.AsyncByteStream):
+        return response.aiter_bytes()
+    return stream.__aiter__()
 
 
 def _hand_idle_to(http_client: httpx.AsyncClient, request: httpx.Request, idle: float) -> bool:
@@ -441,7 +458,7 @@ async def fetch_body(
     request = http_client.build_request("GET", url, headers=headers,
                                         timeout=_http_timeout(http_client, timeouts))
     response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)
-    chunks = response.aiter_bytes()
+    chunks = _body_chunks(response)
     try:
         await _raise_for_status(response, chunks, deadlines, error_for_status)
         body = bytearray()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -74,6 +76,20 @@ async def test_streams_public_events_whatever_the_chunking(
     ]
     assert events[-1].usage_metadata == UsageMetadata(None, 3, None, 2)
     assert [e.created_at for e in events] == [1000, 1001, 1002, 1003]
+    assert body.closed
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "identity"])
+async def test_a_body_with_a_content_encoding_is_decoded_first(
+    encoding: str, fake_clock: Callable[[], int]
+) -> None:
+    # Only a body without Content-Encoding is read from the response's own stream; this one
+    # must still go through httpx's content decoder.
+    encoded = {"gzip": gzip.compress, "deflate": zlib.compress, "identity": bytes}[encoding](BODY)
+    body = Body(*(encoded[i:i + 5] for i in range(0, len(encoded), 5)))
+    events = await collect(respond(body, **{"content-encoding": encoding}), fake_clock)
+    assert_stream_grammar(events)
+    assert events[2].content_items == (TextDone("Hello"),)
     assert body.closed
 
 
