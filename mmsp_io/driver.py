@@ -10,9 +10,8 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
    from the provider's JSON error body (OpenAI, Anthropic and Google shapes).
 3. Otherwise it yields an async iterator that feeds every body chunk (read from the
    response's own stream, or through ``aiter_bytes`` when a ``Content-Encoding`` needs
-   decoding) to
-   ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until ``NEED_DATA``; at
-   the end of the body it calls ``receive_eof`` and drains until ``END``. Once the pipeline
+   decoding) to ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until
+   ``NEED_DATA``; at the end of the body it calls ``receive_eof`` and drains until ``END``. Once the pipeline
    has seen its protocol's terminal event (``pipeline.finished``: ``message_stop``,
    ``data: [DONE]``, ``response.completed``), nothing more is read: the response is closed at
    once, releasing the connection, and the pipeline is drained the same way, so a server that
