@@ -11,11 +11,12 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
 3. Otherwise it yields an async iterator that feeds every body chunk (read from the
    response's own stream, or through ``aiter_bytes`` when a ``Content-Encoding`` needs
    decoding) to ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until
-   ``NEED_DATA``; at the end of the body it calls ``receive_eof`` and drains until ``END``. Once the pipeline
-   has seen its protocol's terminal event (``pipeline.finished``: ``message_stop``,
-   ``data: [DONE]``, ``response.completed``), nothing more is read: the response is closed at
-   once, releasing the connection, and the pipeline is drained the same way, so a server that
-   keeps the socket open after the end of the stream costs nothing (08 D56).
+   ``NEED_DATA``; at the end of the body it calls ``receive_eof`` and drains until ``END``.
+   Once the pipeline has seen its protocol's terminal event (``pipeline.finished``:
+   ``message_stop``, ``data: [DONE]``, ``response.completed``), nothing more is read: the
+   response is closed at once, releasing the connection, and the pipeline is drained the
+   same way, so a server that keeps the socket open after the end of the stream costs
+   nothing (08 D56).
 4. A body cut mid-stream (``httpx.RemoteProtocolError``, ``ReadError``, ...) is treated as the
    end of the body: the pipeline's end-of-input path decides. If usage and finish reason had
    arrived the stream ends with its stop; otherwise the finalizer's ``IncompleteStreamError``
