@@ -19,7 +19,8 @@ What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
    counts from the start of the call, across every attempt and back-off sleep: a wait longer
    than what is left raises the last error at once, still ``retryable`` (08 D60). An error
    the client stopped retrying says in its ``detail`` how many attempts were made.
-5. At the stop the assistant message is assembled from the done items; the trace is written
+5. At the stop the assistant message is assembled from the done items, when a trace or the
+   stateful history needs it (nothing is collected otherwise); the trace is written
    (a failure is a logged warning, 08 D27) and the stateful turn recorded, both before the
    stop is yielded (spec 02 §9).
 
@@ -540,6 +541,7 @@ class AutoLLMClient:
         started = anyio.current_time()
         try:
             call = await self._request(messages, config, signal, timeouts, started)
+            assembles = bool(call.trace_id) or on_stop is not None
             for attempt in range(self._max_retries + 1):
                 yielded = False
                 done_events: list[UniEvent] = []
@@ -558,16 +560,18 @@ class AutoLLMClient:
                                 aclosing(_each_abortable(events, signal, client))
                             )
                         async for event in events:
-                            if event.event_type == "stop":
-                                assistant = concat_uni_events_to_uni_message([*done_events, event])
-                                if call.trace_id:
-                                    with abortable(signal, client):
-                                        await self._write_trace(call.trace_id, call.config,
-                                                                [*messages, assistant])
-                                if on_stop is not None:
-                                    on_stop(assistant)
-                            elif event.content_items[0].type.endswith(".done"):
-                                done_events.append(event)
+                            if assembles:  # the assistant message is needed only for these
+                                if event.event_type == "stop":
+                                    assistant = concat_uni_events_to_uni_message(
+                                        [*done_events, event])
+                                    if call.trace_id:
+                                        with abortable(signal, client):
+                                            await self._write_trace(call.trace_id, call.config,
+                                                                    [*messages, assistant])
+                                    if on_stop is not None:
+                                        on_stop(assistant)
+                                elif event.content_items[0].type.endswith(".done"):
+                                    done_events.append(event)
                             yielded = True
                             yield event
                         return
