@@ -28,7 +28,7 @@ from mmsp_core.wire import config_from_wire
 from . import _preflight, _protocols  # noqa: F401  (_protocols installs the built-in protocols)
 from ._errors import read_error_body
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
-from ._spec import ClientSpec, ModelClass, Traits, WireProtocol
+from ._spec import ClientSpec, ModelClass, SimulatorDialect, Traits, WireProtocol
 from .clients import (
     CLIENTS,
     ModelPricing,
@@ -54,6 +54,7 @@ __all__ = [
     "ModelClass",
     "ModelPricing",
     "Registration",
+    "SimulatorDialect",
     "SupportedModel",
     "Traits",
     "WireProtocol",

@@ -70,7 +70,6 @@ import anyio
 import attrs
 
 import adapters
-from adapters._spec import SimulatorDialect
 from mmsp_core.model import (
     DoneItem,
     EmbeddingDone,
@@ -184,7 +183,7 @@ def simulated_protocols() -> tuple[str, ...]:
     )
 
 
-def _dialect(protocol: str) -> SimulatorDialect:
+def _dialect(protocol: str) -> adapters.SimulatorDialect:
     """The dialect of ``protocol``.
 
     Raises:
@@ -207,10 +206,10 @@ def _route(method: str, path: str) -> str | None:
     return None
 
 
-def _listing_dialects(path: str) -> list[SimulatorDialect]:
+def _listing_dialects(path: str) -> list[adapters.SimulatorDialect]:
     """The dialects of every served client type that lists its models at ``path`` (spec
     04 §5), in registry order; providers share a path (``/v1/models``)."""
-    dialects: list[SimulatorDialect] = []
+    dialects: list[adapters.SimulatorDialect] = []
     for spec in adapters.CLIENTS.values():
         record = adapters.PROTOCOLS.get(spec.protocol)
         dialect = record.traits.dialect if record is not None else None
@@ -461,7 +460,7 @@ class Simulator:
                 return True
         return False
 
-    def _error(self, dialect: SimulatorDialect | None, reply: Reply) -> _Response:
+    def _error(self, dialect: adapters.SimulatorDialect | None, reply: Reply) -> _Response:
         """The JSON error response of ``reply.status``: the dialect's, or the neutral one."""
         message = reply.message or f"Simulated error {reply.status}."
         if dialect is None:
@@ -502,7 +501,11 @@ class Simulator:
         )
 
     def _stream(
-        self, protocol: str, dialect: SimulatorDialect, request: RecordedRequest, reply: Reply
+        self,
+        protocol: str,
+        dialect: adapters.SimulatorDialect,
+        request: RecordedRequest,
+        reply: Reply,
     ) -> _Response:
         if reply.body is not None:
             body = reply.body
