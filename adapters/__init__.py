@@ -397,16 +397,12 @@ def build_read_request(
     model: str,
     messages: Sequence[UniMessage],
     config: UniConfig,
-    *,
-    strict: bool = False,
 ) -> HTTPRequest:
-    """``build_request`` for values read and checked already, by ``coerce_messages`` and
-    ``read_checked_config`` for the same client type and model: nothing is read, checked or
-    warned about a second time (08 D58 asks for the checks once, before any request).
-
-    ``strict`` is accepted for symmetry; its only effect, refusing unknown keys, happened
-    when the config was read. Values that did not come from those two functions may be
-    sent unchecked.
+    """``build_request`` for values read and checked already, by ``coerce_messages``,
+    ``coerce_config`` and ``check_read_config`` for the same client type and model: nothing
+    is read, checked or warned about a second time (08 D58 asks for the checks once, before
+    any request; ``strict`` took effect in ``check_read_config``). Values that did not come
+    from those functions may be sent unchecked.
 
     Raises:
         InvalidMessageError: no messages, or a message with nothing sendable.

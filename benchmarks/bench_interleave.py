@@ -16,7 +16,7 @@ minus the sum of the two alone. Both arrangements run exactly the same Python co
 cachegrind counts the same instructions for interleaved as for the two alone together), so the
 difference is what the processor loses switching between two large code paths once per event.
 
-Run: ``python benchmarks/bench_interleave.py [--n N] [--runs R] [--protocol P]``.
+Run: ``python -m benchmarks.bench_interleave [--n N] [--runs R] [--protocol P]``.
 """
 
 from __future__ import annotations
@@ -29,21 +29,13 @@ from collections.abc import Callable
 import h11
 
 import adapters
-from mmsp_core.model import FinishReason, TextDone, UsageMetadata
 from mmsp_core.pipeline import NEED_DATA, StreamPipeline
 
+from .bodies import frames, render_body
 from .server import chunked
 
 #: The socket read size of httpcore: h11 is given the response this many bytes at a time.
 READ_SIZE = 64 * 1024
-
-
-def frames_of(protocol: str, n: int) -> list[bytes]:
-    """The SSE events of a text answer of ``n`` deltas, one byte string each."""
-    usage = UsageMetadata(cached_tokens=0, prompt_tokens=1, thoughts_tokens=0, response_tokens=n)
-    body = adapters.render(protocol, [TextDone("tok " * n)], usage, FinishReason.STOP,
-                           model="bench", fragment_size=4)
-    return [event + b"\n\n" for event in body.split(b"\n\n") if event]
 
 
 def parse(response: bytes, consume: Callable[[bytes], None]) -> None:
@@ -70,17 +62,17 @@ def drain(pipeline: StreamPipeline, chunk: bytes) -> None:
         pass
 
 
-def arrangements(protocol: str, frames: list[bytes]) -> dict[str, Callable[[], None]]:
+def arrangements(protocol: str, chunks: list[bytes]) -> dict[str, Callable[[], None]]:
     """The measured arrangements (module docstring), each a function of no argument."""
-    response = chunked(frames)
+    response = chunked(chunks)
 
     def h11_alone() -> None:
         parse(response, lambda chunk: None)
 
     def pipeline_alone() -> None:
         pipeline = adapters.new_pipeline(protocol, clock=None)
-        for frame in frames:
-            drain(pipeline, frame)
+        for chunk in chunks:
+            drain(pipeline, chunk)
 
     def interleaved() -> None:
         pipeline = adapters.new_pipeline(protocol, clock=None)
@@ -115,7 +107,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="timed runs of each (default 7)")
     parser.add_argument("--protocol", default="ant-messages")
     args = parser.parse_args()
-    measured = arrangements(args.protocol, frames_of(args.protocol, args.n))
+    measured = arrangements(args.protocol,
+                            frames(render_body(args.protocol, "text", args.n), "event"))
     spent: dict[str, list[float]] = {name: [] for name in measured}
     for index in range(args.runs + 1):  # the first pass warms up
         for name, run in measured.items():  # interleaved passes: the same noise for each

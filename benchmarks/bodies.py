@@ -128,7 +128,7 @@ def content_deltas(events: Iterable[Any]) -> tuple[int, str]:
     return count, last
 
 
-def _render(protocol: str, shape: str, n: int) -> bytes:
+def render_body(protocol: str, shape: str, n: int) -> bytes:
     """The body ``protocol`` sends for ``shape`` with ``n`` fragments."""
     import adapters
     from mmsp_core.model import DoneItem, FinishReason, TextDone, ToolCallDone, UsageMetadata
@@ -183,7 +183,7 @@ def build(
                 continue
             for n in ns:
                 try:
-                    body = _render(protocol, shape, n)
+                    body = render_body(protocol, shape, n)
                     found, last = content_deltas(adapters.decode(protocol, frames(body, "packed")))
                 except MMSPError as exc:
                     skipped.append(Skipped(protocol, shape, f"cannot render or decode: {exc}"))

@@ -560,18 +560,20 @@ class AutoLLMClient:
                                 aclosing(_each_abortable(events, signal, client))
                             )
                         async for event in events:
-                            if assembles:  # the assistant message is needed only for these
-                                if event.event_type == "stop":
-                                    assistant = concat_uni_events_to_uni_message(
-                                        [*done_events, event])
-                                    if call.trace_id:
-                                        with abortable(signal, client):
-                                            await self._write_trace(call.trace_id, call.config,
-                                                                    [*messages, assistant])
-                                    if on_stop is not None:
-                                        on_stop(assistant)
-                                elif event.content_items[0].type.endswith(".done"):
-                                    done_events.append(event)
+                            # The assistant message is built only when a trace or the
+                            # stateful history takes it (``assembles``).
+                            if not assembles:
+                                pass
+                            elif event.event_type == "stop":
+                                assistant = concat_uni_events_to_uni_message([*done_events, event])
+                                if call.trace_id:
+                                    with abortable(signal, client):
+                                        await self._write_trace(call.trace_id, call.config,
+                                                                [*messages, assistant])
+                                if on_stop is not None:
+                                    on_stop(assistant)
+                            elif event.content_items[0].type.endswith(".done"):
+                                done_events.append(event)
                             yielded = True
                             yield event
                         return
