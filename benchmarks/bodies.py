@@ -51,6 +51,11 @@ class Body:
     #: How many ``data:`` lines the body has, and the last one (without ``data:``).
     data_lines: int
     last_data: str
+    #: The first content arrives with the SSE event that ends at this byte, on this ``data:``
+    #: line (1-based): where the floor and ``aiter_lines`` mark their first event, so that
+    #: every consumer's first event is the time to the first content.
+    first_content_bytes: int
+    first_content_line: int
 
     @property
     def deltas(self) -> int:
@@ -202,13 +207,37 @@ def _save(directory: Path, protocol: str, shape: str, n: int, body: bytes) -> Bo
     path = directory / f"{ident}.body"
     path.write_bytes(body)
     lines = data_lines(body)
+    first_content = _first_content_bytes(protocol, body)
     made = Body(
         id=ident, protocol=protocol, shape=shape, n=n, path=str(path), length=len(body),
         tail=body[-TAIL:].hex(), data_lines=len(lines),
         last_data=lines[-1].decode() if lines else "",
+        first_content_bytes=first_content,
+        first_content_line=len(data_lines(body[:first_content])),
     )
     Path(described(made)).write_text(json.dumps(dataclasses.asdict(made)))
     return made
+
+
+def _first_content_bytes(protocol: str, body: bytes) -> int:
+    """How many bytes of ``body``, cut one SSE event per chunk, the library needs before it
+    hands out the first content delta.
+
+    Raises:
+        ValueError: the body carries no content.
+    """
+    import adapters
+    from mmsp_core.pipeline import NEED_DATA
+
+    pipeline = adapters.new_pipeline(protocol, clock=None)
+    received = 0
+    for frame in frames(body, "event"):
+        received += len(frame)
+        pipeline.receive_data(frame)
+        while (event := pipeline.next_event()) is not NEED_DATA:
+            if fragments(event):
+                return received
+    raise ValueError(f"the {protocol} body carries no content delta")
 
 
 def described(body: Body) -> str:

@@ -1,16 +1,19 @@
 """The consumers the benchmark times, each run in a fresh process of its own.
 
 Theory of operation: ``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_FILE CHUNKING
-RUNS`` (``BODY_FILE``: ``bodies.described``) opens what the consumer needs once (an
-``httpx.AsyncClient``, an ``AutoLLMClient``, an SDK client), streams the body once as a warm-up
-and then ``RUNS`` times, and prints one JSON line: for each timed run the process CPU time
-(``time.process_time``: user and system, every thread) and wall time from before the request to
-after the last event, and the time to the first content; the process's peak RSS; where the
-library measured was imported from; and ``error``, set when a run failed or consumed the wrong
-thing. After every run (outside the timed part) the consumer's count and last event are checked
-(``verify``): the floor must read the body's length and its last bytes, ``aiter_lines`` its
-``data:`` lines and the last of them, every other consumer exactly N non-empty content deltas
-and a stop last. The process exits 1 on an error.
+RUNS [FIRST_SAMPLES]`` (``BODY_FILE``: ``bodies.described``) opens what the consumer needs once
+(an ``httpx.AsyncClient``, an ``AutoLLMClient``, an SDK client), streams the body once as a
+warm-up and then ``RUNS`` times, and prints one JSON line: for each timed run the process CPU
+time (``time.process_time``: user and system, every thread) and wall time from before the
+request to after the last event, and the time to the first content (for the floor and
+``aiter_lines``: to the bytes or the line of the SSE event that carries it,
+``Body.first_content_bytes``); in ``first``, the same time of ``FIRST_SAMPLES`` (default 0)
+more passes; the process's peak RSS; where the library measured was imported from; and
+``error``, set when a run failed or consumed the wrong thing. After every run (outside the
+timed part) the consumer's count and last event are checked (``verify``): the floor must read
+the body's length and its last bytes, ``aiter_lines`` its ``data:`` lines and the last of them,
+every other consumer exactly N non-empty content deltas and a stop last. The process exits 1 on
+an error.
 
 The library's consumers run under its default JSON backend (``mmsp_core.jsonlib``: orjson
 when the ``fast`` extra is installed); their ``-json`` twins switch to the standard library's
@@ -113,6 +116,7 @@ def body_url(origin: str, body: Body, chunking: str) -> str:
 async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
     import httpx
 
+    first_content = body.first_content_bytes
     async with httpx.AsyncClient(timeout=None) as http:
 
         async def one(mark: Callable[[], None]) -> tuple[int, str]:
@@ -120,7 +124,7 @@ async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
             previous = last = b""
             async with http.stream("POST", url + "/raw", json=REQUEST) as response:
                 async for chunk in response.aiter_bytes():
-                    if not total:
+                    if total < first_content <= total + len(chunk):
                         mark()
                     total += len(chunk)
                     previous, last = last, chunk
@@ -134,6 +138,7 @@ async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
 async def _lines(url: str, body: Body) -> AsyncIterator[Pass]:
     import httpx
 
+    first_content = body.first_content_line
     async with httpx.AsyncClient(timeout=None) as http:
 
         async def one(mark: Callable[[], None]) -> tuple[int, str]:
@@ -142,10 +147,10 @@ async def _lines(url: str, body: Body) -> AsyncIterator[Pass]:
             async with http.stream("POST", url + "/raw", json=REQUEST) as response:
                 async for line in response.aiter_lines():
                     if line.startswith("data:"):
-                        if not count:
-                            mark()
                         payload = line[5:].lstrip(" ")
                         count += 1
+                        if count == first_content:
+                            mark()
                         try:  # noqa: SIM105 (``suppress`` would add a context manager per line)
                             json.loads(payload)
                         except ValueError:  # Chat's ``[DONE]``
@@ -172,10 +177,10 @@ async def _pipeline(url: str, body: Body) -> AsyncIterator[Pass]:
                 async for chunk in response.aiter_bytes():
                     pipeline.receive_data(chunk)
                     while (event := pipeline.next_event()) is not NEED_DATA:
-                        if last is None:
-                            mark()
                         last = event
-                        count += fragments(event)
+                        if (found := fragments(event)) and not count:
+                            mark()
+                        count += found
             pipeline.receive_eof()
             while (event := pipeline.next_event()) is not END:
                 last = event
@@ -205,10 +210,10 @@ async def _client_stream(
     last = "none"
     async with aclosing(client.streaming_response(messages)) as events:
         async for event in events:
-            if last == "none":
-                mark()
             last = event.event_type
-            count += fragments(event)
+            if (found := fragments(event)) and not count:
+                mark()
+            count += found
     return count, str(last)
 
 
@@ -287,13 +292,13 @@ async def _mmsp_056(url: str, body: Body) -> AsyncIterator[Pass]:
         count = 0
         last = "none"
         async for event in client.streaming_response(messages=messages, config={}):
-            if last == "none":
-                mark()
             last = event["event_type"]
             for item in event["content_items"]:
                 if item["type"].endswith(".delta") and (
                     item.get("text") or item.get("arguments")
                 ):
+                    if not count:
+                        mark()
                     count += 1
         return count, str(last)
 
@@ -315,9 +320,8 @@ async def _openai_sdk(url: str, body: Body) -> AsyncIterator[Pass]:
                     model="bench", messages=[{"role": "user", "content": "hi"}], stream=True
                 )
                 async for chunk in stream:
-                    if last == "none":
-                        mark()
-                        last = "delta"
+                    last = "delta"
+                    before = count
                     for choice in chunk.choices:
                         delta = choice.delta
                         if delta.content:
@@ -327,15 +331,17 @@ async def _openai_sdk(url: str, body: Body) -> AsyncIterator[Pass]:
                                 count += 1
                         if choice.finish_reason:
                             last = "stop"
+                    if count and not before:
+                        mark()
                 return count, last
             stream = await client.responses.create(model="bench", input="hi", stream=True)
             async for event in stream:
-                if last == "none":
-                    mark()
                 kind = event.type
                 last = "stop" if kind == "response.completed" else kind
                 if kind in ("response.output_text.delta",
                             "response.function_call_arguments.delta") and event.delta:
+                    if not count:
+                        mark()
                     count += 1
             return count, last
 
@@ -356,12 +362,12 @@ async def _anthropic_sdk(url: str, body: Body) -> AsyncIterator[Pass]:
                 stream=True,
             )
             async for event in stream:
-                if last == "none":
-                    mark()
                 last = "stop" if event.type == "message_stop" else event.type
                 if event.type == "content_block_delta":
                     delta = event.delta
                     if getattr(delta, "text", "") or getattr(delta, "partial_json", ""):
+                        if not count:
+                            mark()
                         count += 1
             return count, last
 
@@ -402,7 +408,19 @@ CONSUMERS: Final = {
 
 
 def peak_rss_kib() -> int:
-    """This process's peak resident memory in KiB (``ru_maxrss``; bytes on macOS)."""
+    """This process's peak resident memory in KiB.
+
+    On Linux it is ``VmHWM`` of ``/proc/self/status``: ``ru_maxrss`` there keeps the high-water
+    mark of the process that spawned this one across ``exec``, so every consumer would report
+    at least the harness's own peak. Elsewhere it is ``ru_maxrss`` (bytes on macOS).
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak
 
@@ -413,11 +431,15 @@ def _library() -> str | None:
     return getattr(module, "__file__", None) if module is not None else None
 
 
-async def _timed(consumer: Consumer, url: str, body: Body, runs: int) -> list[dict[str, float]]:
-    """One warm-up and ``runs`` timed passes of ``consumer``, each verified."""
+async def _timed(
+    consumer: Consumer, url: str, body: Body, runs: int, first_samples: int
+) -> dict[str, list[Any]]:
+    """One warm-up, ``runs`` timed passes of ``consumer`` and ``first_samples`` more that only
+    time the first content (``first``), each verified."""
     results = []
+    firsts = []
     async with consumer.opener(url, body) as one:
-        for index in range(runs + 1):
+        for index in range(runs + 1 + first_samples):
             first = [0.0]
 
             def mark(first: list[float] = first) -> None:
@@ -427,9 +449,11 @@ async def _timed(consumer: Consumer, url: str, body: Body, runs: int) -> list[di
             count, last = await one(mark)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - started
             verify(consumer.counts, body, count, last)
-            if index:
+            if index > runs:
+                firsts.append(first[0] - started)
+            elif index:
                 results.append({"cpu": cpu, "wall": wall, "first": first[0] - started})
-    return results
+    return {"runs": results, "first": firsts}
 
 
 def _memory(body: Body, runs: int) -> dict[str, Any]:
@@ -464,7 +488,9 @@ def _memory(body: Body, runs: int) -> dict[str, Any]:
             "loads": [{"cpu": c} for c in loads_cpu]}
 
 
-def run(consumer: str, url: str, body: Body, chunking: str, runs: int) -> dict[str, Any]:
+def run(
+    consumer: str, url: str, body: Body, chunking: str, runs: int, first_samples: int = 0
+) -> dict[str, Any]:
     """Run ``consumer`` in this process (module docstring); return what ``main`` prints.
 
     Raises:
@@ -484,16 +510,17 @@ def run(consumer: str, url: str, body: Body, chunking: str, runs: int) -> dict[s
         from mmsp_core import jsonlib
 
         jsonlib.use_backend(chosen.json_backend)
-    return {"runs": anyio.run(_timed, chosen, base, body, runs, backend=chosen.backend)}
+    return anyio.run(_timed, chosen, base, body, runs, first_samples, backend=chosen.backend)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_FILE CHUNKING RUNS``: print
-    one JSON line (module docstring); exit 1 when the consumer failed."""
-    consumer, origin, body_file, chunking, runs = argv if argv is not None else sys.argv[1:]
+    """``python -P -m benchmarks.consumers CONSUMER ORIGIN BODY_FILE CHUNKING RUNS
+    [FIRST_SAMPLES]``: print one JSON line (module docstring); exit 1 when the consumer
+    failed."""
+    consumer, origin, body_file, chunking, runs, *first = argv if argv is not None else sys.argv[1:]
     body = bodies.load(body_file)
     try:
-        result = run(consumer, origin, body, chunking, int(runs))
+        result = run(consumer, origin, body, chunking, int(runs), int(first[0]) if first else 0)
         result["error"] = None
     except Exception as exc:  # reported to the harness, which marks the cell failed
         result = {"runs": [], "error": f"{type(exc).__name__}: {exc}"}

@@ -81,9 +81,15 @@ def per_event_tables(rows: Sequence[Row], protocols: Sequence[str], consumers: S
     return out
 
 
+def _first_ms(row: Row) -> float:
+    """The median time to the first content over every pass of a row that timed it."""
+    return median([run["first"] for run in row["runs"]] + row.get("first", [])) * 1e3
+
+
 def first_event_table(rows: Sequence[Row], protocols: Sequence[str], consumers: Sequence[str],
                       shape: str, n: int) -> list[str]:
-    """Median time from the request to the first content, and the difference to the floor's."""
+    """Median time from the request to the first content (the floor's: to the bytes that
+    carry it), and the difference to the floor's."""
     lines = []
     for name in consumers:
         cells = []
@@ -95,11 +101,11 @@ def first_event_table(rows: Sequence[Row], protocols: Sequence[str], consumers: 
             if row is None or row["error"]:
                 cells.append("—" if row is None else "failed")
                 continue
-            ms = median(run["first"] for run in row["runs"]) * 1e3
+            ms = _first_ms(row)
             if floor is None or floor["error"] or name == "floor":
                 cells.append(f"{ms:.2f} ms")
             else:
-                delta = ms - median(run["first"] for run in floor["runs"]) * 1e3
+                delta = ms - _first_ms(floor)
                 cells.append(f"{ms:.2f} ms ({delta:+.2f})")
         if any(cell != "—" for cell in cells):
             lines.append([CONSUMERS[name].label, *cells])

@@ -41,6 +41,9 @@ FULL_STREAMS: Final = 1000
 QUICK_STREAMS: Final = 200
 #: The package each peer needs in the peer interpreter.
 PEER_MODULES: Final = {"mmsp-0.5.6": "mmsp", "openai-sdk": "openai", "anthropic-sdk": "anthropic"}
+#: The extra passes of the first-event table's bodies that time only the first content: one
+#: pass of a few ms is noisy to about a millisecond on a shared machine.
+FIRST_SAMPLES: Final = 15
 #: What the import table times: the package alone (its heavy names load on first use), and
 #: what a program that streams starts with.
 IMPORT_STATEMENTS: Final = ("import mmsp_io", "from mmsp_io import AutoLLMClient")
@@ -78,6 +81,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="text deltas of each concurrent stream")
     parser.add_argument("--import-samples", type=int, default=7,
                         help="fresh interpreters timing `import mmsp_io` (0: skip)")
+    parser.add_argument("--first-samples", type=int, default=FIRST_SAMPLES,
+                        help="more passes timing only the first content, for the first-event "
+                        "table (text, smallest N, one chunk per event)")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the in-memory pipeline table")
     parser.add_argument("--timeout", type=float, default=900,
@@ -195,9 +201,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if not consumer.serves(body.protocol):
                             continue
                         python = args.peer_python if consumer.peer else sys.executable
+                        first = args.first_samples if (body.shape, body.n, chunking) == (
+                            "text", ns[0], "event") else 0
                         began = time.perf_counter()
                         result = _process(python, [name, origin, bodies.described(body), chunking,
-                                                   str(args.runs)], args.timeout)
+                                                   str(args.runs), str(first)], args.timeout)
                         rows.append({"protocol": body.protocol, "shape": body.shape,
                                      "n": body.n, "chunking": chunking, "consumer": name,
                                      "process_seconds": time.perf_counter() - began,

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import adapters
 from benchmarks import bodies, consumers, run, server
 from benchmarks.bodies import Body
+from mmsp_core.pipeline import NEED_DATA
 
 #: One test worker runs the module: its tests share the bodies and their server (``origin``).
 pytestmark = pytest.mark.xdist_group("benchmarks")
@@ -93,6 +97,32 @@ def test_a_missing_stop_is_caught(built: tuple[Path, list[Body]], origin: str) -
             consumers.run(consumer, origin, cut, "event", 1)
 
 
+def test_the_first_content_arrives_with_the_event_the_floor_marks(
+    built: tuple[Path, list[Body]],
+) -> None:
+    """The floor and ``aiter_lines`` mark their first event where the library can first hand
+    out content: the bytes up to ``first_content_bytes`` carry a content delta, one SSE event
+    fewer carries none."""
+    _, made = built
+    for body in made:
+        data = Path(body.path).read_bytes()
+        head = data[: body.first_content_bytes]
+        assert head.endswith(b"\n\n")
+        before = head[: head[:-2].rfind(b"\n\n") + 2] if b"\n\n" in head[:-2] else b""
+        assert _content_in(body.protocol, head) and not _content_in(body.protocol, before)
+        assert body.first_content_line == len(bodies.data_lines(head)) >= 1
+
+
+def _content_in(protocol: str, head: bytes) -> int:
+    """The content deltas a pipeline hands out from ``head`` before the end of the body."""
+    pipeline = adapters.new_pipeline(protocol, clock=None)
+    pipeline.receive_data(head)
+    found = 0
+    while (event := pipeline.next_event()) is not NEED_DATA:
+        found += bodies.fragments(event)
+    return found
+
+
 def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
     protocol: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,7 +130,8 @@ def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
     code = run.main([
         "--n", "4", "8", "--protocols", protocol, "--shapes", "text", "--chunkings", "event",
         "--runs", "1", "--consumers", "floor", "client-trio", "--no-peers", "--no-memory",
-        "--streams", "3", "--stream-n", "4", "--import-samples", "1", "--json", str(saved),
+        "--streams", "3", "--stream-n", "4", "--import-samples", "1", "--first-samples", "2",
+        "--json", str(saved),
     ])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -108,6 +139,10 @@ def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
     assert sorted((row["consumer"], row["n"]) for row in results["rows"]) == [
         ("client-trio", 4), ("client-trio", 8), ("floor", 4), ("floor", 8)]
     assert all(row["error"] is None and len(row["runs"]) == 1 for row in results["rows"])
+    # The first-event table's cell (text, smallest N) gets the extra first-content passes.
+    assert sorted((row["n"], len(row["first"])) for row in results["rows"]) == [
+        (4, 2), (4, 2), (8, 0), (8, 0)]
+    assert all(0 < first < 10 for row in results["rows"] for first in row["first"])
     assert [row["consumer"] for row in results["concurrent"]] == [
         "concurrent-asyncio", "concurrent-trio"]
     assert all(row["error"] is None for row in results["concurrent"])
@@ -118,3 +153,21 @@ def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
                     "`import mmsp_io`", "Concurrent streams"):
         assert heading in out, heading
     assert "(1.0x)" in out
+
+
+def test_a_consumer_reports_its_own_peak_rss_not_its_parents() -> None:
+    """A process spawned by a large one must not inherit its peak: on Linux ``ru_maxrss``
+    keeps the spawner's high-water mark across ``exec``, which made every consumer of a run
+    report the harness's own peak."""
+    grandchild = "from benchmarks.consumers import peak_rss_kib; print(peak_rss_kib())"
+    child = (
+        "import subprocess, sys\n"
+        "ballast = bytearray(256 * 2**20)\n"
+        "for at in range(0, len(ballast), 4096): ballast[at] = 1\n"
+        f"print(subprocess.run([sys.executable, '-c', {grandchild!r}], capture_output=True,"
+        " text=True, check=True).stdout)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[1])
+    peak_kib = int(done.stdout.strip())
+    assert 0 < peak_kib < 128 * 1024, peak_kib

@@ -14,7 +14,6 @@ connections on every request and response, so one pool of 1,000 makes the run qu
 from __future__ import annotations
 
 import resource
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, aclosing
@@ -24,6 +23,7 @@ import httpx
 import pytest
 
 import adapters
+from benchmarks.consumers import peak_rss_kib
 from mmsp_core.model import FinishReason, TextDone, UniEvent, UniMessage
 from mmsp_core.sse import SSEDecoder
 from mmsp_core.testing import assert_stream_grammar
@@ -58,12 +58,6 @@ def enough_open_files() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def _peak_rss_mib() -> float:
-    """The process's peak resident memory so far (``ru_maxrss`` is KiB, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
-
-
 @pytest.mark.anyio
 async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_backend: str) -> None:
     per_pool = STREAMS // POOLS
@@ -77,7 +71,7 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
         async with aclosing(stream) as events:  # type: ignore[type-var]
             outcomes[index] = [event async for event in events]
 
-    peak_before = _peak_rss_mib()
+    peak_before = peak_rss_kib() / 1024
     started = time.monotonic()
     async with Simulator.running(delay=EVENT_DELAY) as sim, AsyncExitStack() as stack:
         clients = []
@@ -101,7 +95,7 @@ async def test_a_thousand_concurrent_streams(enough_open_files: None, anyio_back
             for index in range(STREAMS):
                 tasks.start_soon(one_stream, index, clients[index % len(clients)])
     wall = time.monotonic() - started
-    peak = _peak_rss_mib()
+    peak = peak_rss_kib() / 1024
 
     print(
         f"\nload [{anyio_backend}]: {STREAMS} concurrent streams over {len(PROTOCOLS)} wire "
@@ -129,7 +123,7 @@ async def test_a_thousand_concurrent_streams_through_one_client(
     library spreads its own pool (``mmsp_io._pool``), the caller shards nothing (issue 9)."""
     protocol = PROTOCOLS[0]
     outcomes: dict[int, list[UniEvent]] = {}
-    peak_before = _peak_rss_mib()
+    peak_before = peak_rss_kib() / 1024
     started = time.monotonic()
     async with Simulator.running(delay=EVENT_DELAY) as sim, AutoLLMClient(
         "sim-model", api_key=sim.api_key, base_url=sim.base_url(protocol),
@@ -147,7 +141,7 @@ async def test_a_thousand_concurrent_streams_through_one_client(
             for index in range(STREAMS):
                 tasks.start_soon(one_stream, index)
     wall = time.monotonic() - started
-    peak = _peak_rss_mib()
+    peak = peak_rss_kib() / 1024
     print(
         f"\nload [{anyio_backend}]: {STREAMS} concurrent streams through one client's own pool "
         f"({protocol}): {wall:.2f} s wall; peak RSS {peak:.0f} MiB "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import resource
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, aclosing
@@ -30,6 +29,7 @@ import httpx
 import pytest
 from serverkit import TOKEN, config
 
+from benchmarks.consumers import peak_rss_kib
 from mmsp_core.model import FinishReason, TextDone, UniEvent, UniMessage
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import AutoLLMClient, Timeouts
@@ -61,12 +61,6 @@ def enough_open_files() -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def _peak_rss_mib() -> float:
-    """The process's peak resident memory so far (``ru_maxrss`` is KiB, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
 async def _run_streams(
@@ -131,7 +125,7 @@ def _p(samples: list[float], fraction: float) -> float:
 async def test_five_hundred_concurrent_streams_through_the_server(
     enough_open_files: None, anyio_backend: str
 ) -> None:
-    peak_before = _peak_rss_mib()
+    peak_before = peak_rss_kib() / 1024
     async with Simulator.running(delay=EVENT_DELAY) as sim:
 
         def direct(http: httpx.AsyncClient, protocol: str) -> AutoLLMClient:
@@ -153,7 +147,7 @@ async def test_five_hundred_concurrent_streams_through_the_server(
             single_server = await _single_first_event_ms(via_server(http, "openai-chat"))
             outcomes, first, wall = await _run_streams(via_server)
             metrics = gateway.metrics.snapshot()
-    peak = _peak_rss_mib()
+    peak = peak_rss_kib() / 1024
     _check(outcomes)
     events = sum(len(e) for e in outcomes.values())
     added = statistics.median(first) - statistics.median(direct_first)
