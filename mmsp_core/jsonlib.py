@@ -17,6 +17,10 @@ Everything else orjson reads exactly as ``json`` does (objects, arrays, strings,
 ``false`` / ``null``, integers within 64 bits and correctly rounded doubles; the last of
 duplicate keys wins in both).
 
+The standard library's backend calls its scanner directly (``_loads_std``), without the two
+Python layers and the two whitespace matches ``json.loads`` puts around it; any text the
+scanner does not read exactly to its end is handed to ``json.loads`` itself.
+
 The switch: ``use_backend("json")`` or ``use_backend("orjson")`` (tests run the parser and
 adapter suites in both modes); ``backend()`` says which is in use. Callers read
 ``jsonlib.loads`` at call time, so a switch applies at once.
@@ -46,6 +50,25 @@ __all__ = ["available", "backend", "loads", "use_backend"]
 _DIGITS_TO_NINE: Final = bytes.maketrans(b"0123456789", b"9" * 10)
 #: 19 digits: the shortest integer literal that may not fit in 64 bits.
 _LONG_RUN: Final = b"9" * 19
+
+
+#: The standard library's own scanner (its C one where built) with ``json.loads``'s defaults.
+_scan_once: Final = json.decoder.JSONDecoder().scan_once
+
+
+def _loads_std(text: str) -> Any:
+    """``json.loads(text)`` without the layers around the scanner: the scanner reads one value
+    from the first character, and a text it reads to its very end is that value. Anything
+    else (leading or trailing whitespace, a BOM, an error) goes to ``json.loads`` itself, so
+    the value or the error is always the standard library's. Raises what ``json.loads``
+    raises."""
+    try:
+        value, end = _scan_once(text, 0)
+    except Exception:  # noqa: BLE001 (the error is whatever json.loads raises, below)
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 def _loads_fast(text: str) -> Any:
@@ -88,7 +111,7 @@ def _choose_default() -> None:
     """Install the default backend if none is chosen yet."""
     global loads
     if loads is _loads_first:
-        loads = _loads_fast if _have_orjson() else json.loads
+        loads = _loads_fast if _have_orjson() else _loads_std
 
 
 #: ``loads(text)``: parse one JSON text, with the standard library's results and errors.
@@ -103,7 +126,7 @@ def available() -> tuple[str, ...]:
 def backend() -> str:
     """The backend in use: ``"json"`` or ``"orjson"``."""
     _choose_default()
-    return "json" if loads is json.loads else "orjson"
+    return "json" if loads is _loads_std else "orjson"
 
 
 def use_backend(name: str) -> None:
@@ -115,4 +138,4 @@ def use_backend(name: str) -> None:
     global loads
     if name not in available():
         raise ValueError(f"JSON backend {name!r} is not available here: {available()}")
-    loads = json.loads if name == "json" else _loads_fast
+    loads = _loads_std if name == "json" else _loads_fast

@@ -1,4 +1,5 @@
-"""``mmsp_core.jsonlib``: orjson where it cannot differ from ``json``, the same outcome always."""
+"""``mmsp_core.jsonlib``: orjson where it cannot differ from ``json``, and the standard library's
+scanner called directly, the same outcome as ``json.loads`` always."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 
 from mmsp_core import jsonlib
 
-orjson = pytest.importorskip("orjson")
+#: Both backends' parsers; orjson's only where it is installed.
+PARSERS = [jsonlib._loads_std] + (
+    [jsonlib._loads_fast] if "orjson" in jsonlib.available() else []
+)
 
 
 def outcome(loads: Any, text: str) -> tuple[str, str]:
@@ -47,9 +51,14 @@ STRICTER = [
 ]
 
 
-@pytest.mark.parametrize("text", STRICTER, ids=range(len(STRICTER)))
-def test_the_fast_parser_gives_the_standard_outcome(text: str) -> None:
-    assert outcome(jsonlib._loads_fast, text) == outcome(json.loads, text)
+#: Texts the scanner alone does not read to their end: whitespace around a value, two values.
+SURROUNDED = [" {}", "{} ", "\n[1]\r\n", "\t0", "1 2", "{}{}", "[] x", " ", "\ufeff 1"]
+
+
+@pytest.mark.parametrize("loads", PARSERS)
+@pytest.mark.parametrize("text", STRICTER + SURROUNDED, ids=range(len(STRICTER + SURROUNDED)))
+def test_the_parsers_give_the_standard_outcome(loads: Any, text: str) -> None:
+    assert outcome(loads, text) == outcome(json.loads, text)
 
 
 json_values = st.recursive(
@@ -59,27 +68,35 @@ json_values = st.recursive(
 )
 
 
-@given(json_values)
-def test_any_json_value_parses_the_same(value: Any) -> None:
+whitespace = st.text(alphabet=" \t\r\n", max_size=2)
+
+
+@pytest.mark.parametrize("loads", PARSERS)
+@given(value=json_values, before=whitespace, after=whitespace)
+def test_any_json_value_parses_the_same(loads: Any, value: Any, before: str, after: str) -> None:
     for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
-        assert outcome(jsonlib._loads_fast, text) == outcome(json.loads, text)
+        text = before + text + after
+        assert outcome(loads, text) == outcome(json.loads, text)
 
 
-@given(st.text(alphabet='0123456789-+.eE[]{}",: \\ud\x00tfnrulsa\ud800'))
-def test_any_text_parses_the_same(text: str) -> None:
-    assert outcome(jsonlib._loads_fast, text) == outcome(json.loads, text)
+@pytest.mark.parametrize("loads", PARSERS)
+@given(st.text(alphabet='0123456789-+.eE[]{}",: \\ud\x00tfnrulsa\ud800\ufeff\t\n'))
+def test_any_text_parses_the_same(loads: Any, text: str) -> None:
+    assert outcome(loads, text) == outcome(json.loads, text)
 
 
-def test_nan_and_infinity_are_read_as_json_reads_them() -> None:
-    assert math.isnan(jsonlib._loads_fast("NaN"))
-    assert jsonlib._loads_fast("-Infinity") == -math.inf
+@pytest.mark.parametrize("loads", PARSERS)
+def test_nan_and_infinity_are_read_as_json_reads_them(loads: Any) -> None:
+    assert math.isnan(loads("NaN"))
+    assert loads("-Infinity") == -math.inf
 
 
 def test_the_switch() -> None:
+    pytest.importorskip("orjson")
     previous = jsonlib.backend()
     try:
         jsonlib.use_backend("json")
-        assert (jsonlib.backend(), jsonlib.loads) == ("json", json.loads)
+        assert (jsonlib.backend(), jsonlib.loads) == ("json", jsonlib._loads_std)
         jsonlib.use_backend("orjson")
         assert jsonlib.backend() == "orjson"
         assert jsonlib.loads('{"a": [1]}') == {"a": [1]}
