@@ -52,8 +52,11 @@ _DIGITS_TO_NINE: Final = bytes.maketrans(b"0123456789", b"9" * 10)
 _LONG_RUN: Final = b"9" * 19
 
 
-#: The standard library's own scanner (its C one where built) with ``json.loads``'s defaults.
-_scan_once: Final = json.decoder.JSONDecoder().scan_once
+#: The standard library's own scanner (its C one where built) with ``json.loads``'s defaults:
+#: what ``JSONDecoder.__init__`` sets (typeshed does not declare the attribute).
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = (
+    json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+)
 
 
 def _loads_std(text: str) -> Any:
@@ -64,7 +67,7 @@ def _loads_std(text: str) -> Any:
     raises."""
     try:
         value, end = _scan_once(text, 0)
-    except Exception:  # noqa: BLE001 (the error is whatever json.loads raises, below)
+    except Exception:  # the error is whatever json.loads raises, below
         return json.loads(text)
     if end != len(text):
         return json.loads(text)
