@@ -363,7 +363,10 @@ def _deadlines(client: str, timeouts: Timeouts, started: float | None) -> _Deadl
 
 async def _close(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
     """End the body iterator and close ``response``, even inside a cancelled scope (the
-    caller's cancellation or ours); closing twice does nothing more."""
+    caller's cancellation or ours); closing twice does nothing more (a closed response's
+    iterator was ended first, or ran to its end)."""
+    if response.is_closed:
+        return
     await _end_body(chunks)
     with anyio.move_on_after(_CLOSE_SECONDS, shield=True):
         await response.aclose()
