@@ -8,12 +8,12 @@ time (``time.process_time``: user and system, every thread) and wall time from b
 request to after the last event, and the time to the first content (for the floor and
 ``aiter_lines``: to the bytes or the line of the SSE event that carries it,
 ``Body.first_content_bytes``); in ``first``, the same time of ``FIRST_SAMPLES`` (default 0)
-more passes; the process's peak RSS; where the library measured was imported from; and
-``error``, set when a run failed or consumed the wrong thing. After every run (outside the
-timed part) the consumer's count and last event are checked (``verify``): the floor must read
-the body's length and its last bytes, ``aiter_lines`` its ``data:`` lines and the last of them,
-every other consumer exactly N non-empty content deltas and a stop last. The process exits 1 on
-an error.
+more passes, each after a pause (``FIRST_PAUSE``); the process's peak RSS; where the library
+measured was imported from; and ``error``, set when a run failed or consumed the wrong thing.
+After every run (outside the timed part) the consumer's count and last event are checked
+(``verify``): the floor must read the body's length and its last bytes, ``aiter_lines`` its
+``data:`` lines and the last of them, every other consumer exactly N non-empty content deltas
+and a stop last. The process exits 1 on an error.
 
 The library's consumers run under its default JSON backend (``mmsp_core.jsonlib``: orjson
 when the ``fast`` extra is installed); their ``-json`` twins switch to the standard library's
@@ -51,6 +51,10 @@ REQUEST: Final = {
     "messages": [{"role": "user", "content": "hi"}],
 }
 API_KEY: Final = "sk-bench"
+#: Seconds every consumer waits before each ``FIRST_SAMPLES`` pass, so the server has sat idle
+#: as long before each request whatever the consumer: without it a slower consumer leaves the
+#: server idle longer, and its wake-up (hundreds of µs here) counts against that consumer.
+FIRST_PAUSE: Final = 0.05
 
 #: One pass: given ``mark`` (call it at the first content), return (count, last).
 Pass = Callable[[Callable[[], None]], Awaitable[tuple[int, str]]]
@@ -435,7 +439,9 @@ async def _timed(
     consumer: Consumer, url: str, body: Body, runs: int, first_samples: int
 ) -> dict[str, list[Any]]:
     """One warm-up, ``runs`` timed passes of ``consumer`` and ``first_samples`` more that only
-    time the first content (``first``), each verified."""
+    time the first content (``first``), each after ``FIRST_PAUSE``; every pass verified."""
+    import anyio
+
     results = []
     firsts = []
     async with consumer.opener(url, body) as one:
@@ -445,6 +451,8 @@ async def _timed(
             def mark(first: list[float] = first) -> None:
                 first[0] = time.perf_counter()
 
+            if index > runs:
+                await anyio.sleep(FIRST_PAUSE)
             cpu, started = time.process_time(), time.perf_counter()
             count, last = await one(mark)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - started

@@ -82,8 +82,9 @@ def per_event_tables(rows: Sequence[Row], protocols: Sequence[str], consumers: S
 
 
 def _first_ms(row: Row) -> float:
-    """The median time to the first content over every pass of a row that timed it."""
-    return median([run["first"] for run in row["runs"]] + row.get("first", [])) * 1e3
+    """The median time to the first content: of the passes that only timed it (after a pause)
+    where the row has them, else of its timed runs."""
+    return median(row.get("first") or [run["first"] for run in row["runs"]]) * 1e3
 
 
 def first_event_table(rows: Sequence[Row], protocols: Sequence[str], consumers: Sequence[str],
