@@ -324,7 +324,8 @@ async def _openai_sdk(url: str, body: Body) -> AsyncIterator[Pass]:
                     model="bench", messages=[{"role": "user", "content": "hi"}], stream=True
                 )
                 async for chunk in stream:
-                    last = "delta"
+                    if last == "none":
+                        last = "delta"
                     before = count
                     for choice in chunk.choices:
                         delta = choice.delta
