@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, TypeAlias
 
+from mypy_extensions import mypyc_attr
+
 from mmsp_core.errors import MalformedEventError, MMSPError, UnknownEventError
 from mmsp_core.items import ClientEvent
 from mmsp_core.kinds import Fragment
@@ -93,6 +95,8 @@ def _items(items: list[Item | Fragment]) -> tuple[Item, ...]:
     return tuple(item.item() if isinstance(item, Fragment) else item for item in items)
 
 
+# A compiled build (setup.py) lets protocol packages that are not compiled subclass it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TableMachine:
     """Drive a protocol's transition table (see the module docstring).
 
@@ -115,7 +119,7 @@ class TableMachine:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "TRANSITIONS" in cls.__dict__:
+        if "TRANSITIONS" in vars(cls):
             rows: dict[Any, dict[str, tuple[Handler, Any]]] = {}
             for (state, name), row in cls.TRANSITIONS.items():
                 rows.setdefault(state, {})[name] = row

@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any, Final
 
 from . import bodies
@@ -431,9 +432,15 @@ def peak_rss_kib() -> int:
 
 
 def _library() -> str | None:
-    """Where ``mmsp_io`` of this process comes from, if it was imported."""
+    """Where ``mmsp_io`` of this process comes from, if it was imported, and whether its core
+    is the compiled build (``setup.py``; the SSE decoder is then an extension module)."""
     module = sys.modules.get("mmsp_io")
-    return getattr(module, "__file__", None) if module is not None else None
+    where = getattr(module, "__file__", None) if module is not None else None
+    if where is None:
+        return None
+    decoder = str(getattr(sys.modules.get("mmsp_core.sse"), "__file__", ""))
+    build = "compiled" if decoder.endswith(tuple(EXTENSION_SUFFIXES)) else "pure Python"
+    return f"{where} ({build})"
 
 
 async def _timed(

@@ -57,6 +57,10 @@ DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
 #: fragment costs some 60 bytes as its own object, so joining bounds what an item holds to a
 #: small factor of its size (08 D18).
 _COMPACT_EVERY: Final = 256
+#: The high surrogates, the first halves of UTF-16 pairs (written with ``chr``: a compiled
+#: build, benchmarks/README.md "The compiled build", takes no surrogate in a literal).
+_HIGH_FIRST: Final = chr(0xD800)
+_HIGH_LAST: Final = chr(0xDBFF)
 
 
 class _State(enum.Enum):
@@ -114,7 +118,7 @@ def _repair(text: str) -> tuple[str, str]:
     fragment: it is held back. Pairs become their characters; any other surrogate is U+FFFD.
     """
     held = ""
-    if text and "\ud800" <= text[-1] <= "\udbff":
+    if text and _HIGH_FIRST <= text[-1] <= _HIGH_LAST:
         text, held = text[:-1], text[-1]
     return repair_surrogates(text), held
 

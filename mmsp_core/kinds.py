@@ -173,7 +173,8 @@ def _embedding_done(client: str, first: Any, chunks: Sequence[Any], fid: Fidelit
 
 
 #: Any UTF-16 surrogate code point; a Python ``str`` may hold them, UTF-8 cannot encode them.
-SURROGATE: Final = re.compile("[\ud800-\udfff]")
+#: (Written with ``chr``: a compiled build takes no surrogate in a literal.)
+SURROGATE: Final = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")
 
 
 def repair_surrogates(text: str) -> str:

@@ -241,7 +241,7 @@ class GenAIMachine(TableMachine):
     Built as ``adapters._spec.NewMachine``; ``base_url`` is reserved and not read (08 D52).
     """
 
-    __slots__ = ("_family", "_item", "_kind", "_saw_call", "_serial", "_signed", "_usage")
+    __slots__ = ("_family", "_has_signature", "_item", "_kind", "_saw_call", "_serial", "_usage")
 
     INITIAL = _State.STREAMING
     #: (state, wire event name) -> (handler, next state): the default SSE event is a chunk.
@@ -259,7 +259,7 @@ class GenAIMachine(TableMachine):
         self._kind: str | None = None
         self._family: str | None = None
         self._item: str | None = None
-        self._signed = False
+        self._has_signature = False
         self._serial = 0
 
     def place(
@@ -284,13 +284,13 @@ class GenAIMachine(TableMachine):
             (kind == self._kind and not whole)
             or (kind != self._kind and empty and signature is not None)
         )
-        if continues and signature is not None and self._signed:
+        if continues and signature is not None and self._has_signature:
             self._serial += 1
             item_id = f"{family}/{self._serial}"
             continues = False
         if continues:
-            self._signed = self._signed or signature is not None
+            self._has_signature = self._has_signature or signature is not None
         else:
             self._kind, self._family, self._item = kind, family, item_id
-            self._signed = signature is not None
+            self._has_signature = signature is not None
         return item_id

@@ -157,7 +157,7 @@ class _Step:
     #: ``{"item_id": str(index)}``, shared by every fragment of the step.
     ident: Mapping[str, str]
     #: A thought step's signature has arrived (one per step).
-    signed: bool = False
+    signature_seen: bool = False
 
 
 def audio_mime(mime: str, rate: int | None, channels: int | None) -> str:
@@ -212,9 +212,9 @@ def _thought_signature(m: InteractionsMachine, step: _Step, delta: _Json) -> Uni
     signature = opt_string(delta, "signature")
     if not signature:
         return EMPTY
-    if step.signed:
+    if step.signature_seen:
         return None
-    step.signed = True
+    step.signature_seen = True
     return _delta(ThinkingDelta("", {**step.ident, "signature": signature}))
 
 
