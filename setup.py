@@ -22,6 +22,8 @@ COMPILED = [
     "mmsp_core/items.py",
     "mmsp_core/pipeline.py",
     "mmsp_core/jsonlib.py",
+    "mmsp_core/grammar.py",
+    "mmsp_core/wire.py",
     "adapters/_json.py",
     "adapters/_table.py",
     "adapters/anthropic_messages/machine.py",
