@@ -1,4 +1,4 @@
-"""The optional compiled build (benchmarks/README.md, "The compiled build").
+"""The optional compiled build (docs/architecture.md, "The compiled build").
 
 ``MMSP_COMPILE=1 pip install --no-build-isolation -e .`` compiles the modules that run once per
 streamed event with mypyc, mypy's compiler (``mypy`` must be installed, and a C compiler): the

@@ -59,7 +59,7 @@ def loads(text: str) -> Any:
     try:
         return jsonlib.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise BadField(f"data is not JSON: {type(exc).__name__}") from None
+        raise _not_json(exc) from None
 
 
 def loads_object(text: str) -> dict[str, Any]:
@@ -71,10 +71,15 @@ def loads_object(text: str) -> dict[str, Any]:
     try:  # ``loads`` without the call through it: once per event (the hot path)
         value = jsonlib.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise BadField(f"data is not JSON: {type(exc).__name__}") from None
+        raise _not_json(exc) from None
     if type(value) is not dict:
         raise BadField("data is not a JSON object")
     return value
+
+
+def _not_json(exc: Exception) -> BadField:
+    """The error of a text the parser refused (``exc``: ``ValueError`` or ``RecursionError``)."""
+    return BadField(f"data is not JSON: {type(exc).__name__}")
 
 
 def _typed(key: str, kind: type[_T], value: Any) -> _T:

@@ -58,7 +58,7 @@ DEFAULT_MAX_ITEM_SIZE: Final = 64 << 20
 #: small factor of its size (08 D18).
 _COMPACT_EVERY: Final = 256
 #: The high surrogates, the first halves of UTF-16 pairs (written with ``chr``: a compiled
-#: build, benchmarks/README.md "The compiled build", takes no surrogate in a literal).
+#: build, docs/architecture.md "The compiled build", takes no surrogate in a literal).
 _HIGH_FIRST: Final = chr(0xD800)
 _HIGH_LAST: Final = chr(0xDBFF)
 

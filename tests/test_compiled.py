@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,8 @@ def test_the_compiled_build_passes_the_parser_and_adapter_suites(tmp_path: Path)
              "print(*(x.__file__ for x in (mmsp_core.sse, mmsp_core.items, adapters._table, m)))")
     where = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path, env=env,
                            capture_output=True, text=True, check=True).stdout.split()
-    assert all(path.startswith(str(tmp_path)) and path.endswith(".so") for path in where), where
+    compiled = tuple(EXTENSION_SUFFIXES)
+    assert all(path.startswith(str(tmp_path)) and path.endswith(compiled) for path in where), where
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *SUITES],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
