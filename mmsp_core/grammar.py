@@ -34,7 +34,7 @@ from typing import Any, Final
 from . import jsonlib
 from .errors import IncompleteStreamError, MalformedEventError, StreamLimitError
 from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE, ClientEvent
-from .kinds import KINDS, Fragment
+from .kinds import KINDS, Fragment, Kind
 from .model import FinishReason, UniEvent, UsageMetadata
 
 __all__ = ["PassThrough", "StreamGrammar"]
@@ -71,7 +71,7 @@ class StreamGrammar:
 
     __slots__ = (
         "_chunks", "_compacted", "_fail", "_fidelity", "_first", "_group", "_index", "_limit",
-        "_size", "_stopped",
+        "_open_kind", "_size", "_stopped",
     )
 
     def __init__(
@@ -83,6 +83,8 @@ class StreamGrammar:
         self._stopped = False
         #: The open group's kind name, or ``None`` between groups.
         self._group: str | None = None
+        #: The open group's kind, for the fast path of a continuing fragment.
+        self._open_kind: Kind | None = None
         self._first: Any = None
         #: The open group's fragments; ``_chunks[:_compacted]`` are joined runs of them.
         self._chunks: list[Any] = []
@@ -135,6 +137,15 @@ class StreamGrammar:
         if len(event.content_items) != 1:
             raise fail(index, "a delta event holds exactly one item")
         item: Any = event.content_items[0]
+        group = self._group
+        open_kind = self._open_kind
+        if open_kind is not None and KINDS.get(item.type) is open_kind and item.fidelity is None:
+            # A continuing fragment of the open group without fidelity (the hot path): of the
+            # rules below only the empty name and id of a later tool_call.delta apply.
+            if group == "tool_call" and (item.name or item.tool_call_id):
+                raise fail(index, "a later tool_call.delta carries empty name and tool_call_id")
+            self._grow(open_kind.name, open_kind.growing(item))
+            return
         kind_name, _, phase = item.type.partition(".")
         kind = KINDS.get(f"{kind_name}.delta")
         if kind is None or phase not in ("delta", "done"):
@@ -142,7 +153,6 @@ class StreamGrammar:
         fidelity = item.fidelity
         if fidelity is not None and "item_id" in fidelity:
             raise fail(index, "item_id must not reach the public stream")
-        group = self._group
         if group is not None and kind_name != group:
             raise fail(index, f"{item.type} inside an open {group} group")
         if phase == "done":
@@ -153,6 +163,7 @@ class StreamGrammar:
             except RecursionError:  # fidelity or arguments nested too deeply to compare
                 raise fail(index, f"{item.type} is nested too deeply to check") from None
             self._group = None
+            self._open_kind = None
             self._first = None
             self._chunks = []
             self._compacted = 0
@@ -163,6 +174,7 @@ class StreamGrammar:
             if kind_name == "tool_call" and not (item.name and item.tool_call_id):
                 raise fail(index, "the first tool_call.delta carries name and tool_call_id")
             self._group = kind_name
+            self._open_kind = kind
             self._first = item
         elif kind_name == "tool_call" and (item.name or item.tool_call_id):
             raise fail(index, "a later tool_call.delta carries empty name and tool_call_id")
@@ -265,7 +277,8 @@ class PassThrough:
             StreamLimitError: an item grew past ``max_item_size`` (08 D18).
             RuntimeError: called after ``end()`` or after an error.
         """
-        self._expect(_State.OPEN)
+        if self._state is not _State.OPEN:
+            self._expect(_State.OPEN)
         if isinstance(event, Fragment):
             event = UniEvent("delta", (event.item(),))
         try:

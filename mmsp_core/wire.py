@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from ._construct import delta_event, text_fragment, tool_call_fragment
 from .errors import ERROR_CLASSES, MMSPError, UpstreamError, WireFormatError, fields_of, preview
 from .model import (
     ITEM_CLASSES,
@@ -286,14 +287,38 @@ def _images(d: Mapping[str, Any], path: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _text_delta(d: Mapping[str, Any], path: str) -> TextDelta:
+    """A ``text.delta``: the fields of a good one are read at once (the hot path of the mmsp
+    client's stream), a bad one by the checking readers, which name the fault."""
+    text, fidelity = d.get("text"), d.get("fidelity")
+    if type(text) is str and fidelity is None:
+        return text_fragment(text)
+    if type(text) is str and type(fidelity) is dict:
+        return TextDelta(text, fidelity)
+    return TextDelta(_str(d, "text", path), _fidelity(d, path))
+
+
+def _tool_call_delta(d: Mapping[str, Any], path: str) -> ToolCallDelta:
+    """A ``tool_call.delta``, read as ``_text_delta`` reads its item."""
+    name, call_id, arguments = d.get("name"), d.get("tool_call_id"), d.get("arguments")
+    fidelity = d.get("fidelity")
+    if type(name) is str and type(call_id) is str and type(arguments) is str:
+        if not name and not call_id and fidelity is None:
+            return tool_call_fragment(arguments)  # a continuing fragment (08 D29)
+        if fidelity is None or type(fidelity) is dict:
+            return ToolCallDelta(name, call_id, arguments, fidelity)
+    return ToolCallDelta(
+        _str(d, "name", path), _str(d, "tool_call_id", path), _str(d, "arguments", path),
+        _fidelity(d, path),
+    )
+
+
 _ITEM_READERS: Final[Mapping[str, Callable[[Mapping[str, Any], str], Item]]] = {
-    "text.delta": lambda d, p: TextDelta(_str(d, "text", p), _fidelity(d, p)),
+    "text.delta": _text_delta,
     "text.done": lambda d, p: TextDone(_str(d, "text", p), _fidelity(d, p)),
     "thinking.delta": lambda d, p: ThinkingDelta(_str(d, "thinking", p), _fidelity(d, p)),
     "thinking.done": lambda d, p: ThinkingDone(_str(d, "thinking", p), _fidelity(d, p)),
-    "tool_call.delta": lambda d, p: ToolCallDelta(
-        _str(d, "name", p), _str(d, "tool_call_id", p), _str(d, "arguments", p), _fidelity(d, p)
-    ),
+    "tool_call.delta": _tool_call_delta,
     "tool_call.done": lambda d, p: ToolCallDone(
         _str(d, "name", p), _str(d, "tool_call_id", p), _arguments(d, p), _fidelity(d, p)
     ),
@@ -354,14 +379,22 @@ def _finish(value: Any, path: str) -> FinishReason | None:
 
 
 def _items(value: Any, path: str) -> tuple[Item, ...]:
+    """Read a list of items. Each reader is given the path ``""``: the item's own path is
+    written only into the error of a bad item, never for a good one (the hot path)."""
     if not isinstance(value, list):
         raise _fail(path, "expected a list")
     readers = _ITEM_READERS
-    out = []
-    for i, d in enumerate(value):
+    out: list[Item] = []
+    for d in value:
         item_type = d.get("type") if type(d) is dict else None
         reader = readers.get(item_type) if isinstance(item_type, str) else None
-        out.append(reader(d, f"{path}[{i}]") if reader else item_from_wire(d, f"{path}[{i}]"))
+        if reader is None:  # not an item: item_from_wire names the fault
+            out.append(item_from_wire(d, f"{path}[{len(out)}]"))
+            continue
+        try:
+            out.append(reader(d, ""))
+        except WireFormatError as exc:
+            raise _fail(f"{path}[{len(out)}]{exc.path}", exc.reason) from None
     return tuple(out)
 
 
@@ -383,6 +416,11 @@ def event_from_wire(d: Any) -> UniEvent:
         raise _fail("event.created_at", "expected an integer or null")
     usage = obj.get("usage_metadata")
     finish = obj.get("finish_reason")
+    if usage is None and finish is None and event_type == "delta":
+        items = _items(obj.get("content_items"), "event.content_items")
+        if len(items) == 1:  # a delta event as the grammar has it (the hot path)
+            return delta_event(items[0], created_at)
+        return UniEvent(event_type, items, None, None, created_at)
     return UniEvent(
         event_type,
         _items(obj.get("content_items"), "event.content_items"),
