@@ -152,6 +152,11 @@ def _on_chunk(machine: ChatMachine, text: str) -> ClientEvent:
 
 def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Return the choice with index 0 (missing index counts as 0), or ``None`` (08 D36)."""
+    choices = chunk.get("choices")
+    if type(choices) is list and choices and type(choices[0]) is dict:
+        index = choices[0].get("index")
+        if index is None or (type(index) is int and index == 0):
+            return choices[0]  # the lone choice of nearly every chunk (the hot path)
     for choice in opt_array(chunk, "choices") or ():
         if type(choice) is not dict:
             raise BadField("a choice is not a JSON object")
@@ -212,6 +217,16 @@ def _tool_call(
     """
     if type(fragment) is not dict:
         raise BadField("a tool call is not a JSON object")
+    function = fragment.get("function")
+    index = fragment.get("index")
+    if (
+        type(function) is dict and "name" not in function and "id" not in fragment
+        and type(index) is int and index == machine._call_index and machine._calls
+    ):
+        # The open call's next arguments (the hot path): nothing else to read.
+        arguments = function.get("arguments")
+        if type(arguments) is str:
+            return Fragment(TOOL_CALL, arguments, "tool_calls")
     function = opt_obj(fragment, "function")
     name = (function and opt_string(function, "name")) or ""
     arguments = (function and opt_string(function, "arguments")) or ""
