@@ -101,7 +101,7 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
         if values and isinstance(node, bytes):
             continue
         if values and attrs.has(type(node)):
-            children = [(f".{f.name}", getattr(node, f.name)) for f in attrs.fields(type(node))]
+            children = [(step, getattr(node, name)) for step, name in _field_steps(type(node))]
         elif isinstance(node, dict) or (values and isinstance(node, Mapping)):
             for key in node:
                 if not isinstance(key, str):
@@ -121,8 +121,23 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
         ancestors.add(id(node))
         depth += 1
         stack.append(id(node))
-        stack.extend((child, where + step, values) for step, child in reversed(children))
+        for step, child in reversed(children):
+            # What is plainly sendable is judged here, never pushed (the common leaves).
+            if child is None or type(child) is int or (type(child) is str and child.isascii()):
+                continue
+            stack.append((child, where + step, values))
     return None
+
+
+_FIELD_STEPS: Final[dict[type, tuple[tuple[str, str], ...]]] = {}
+
+
+def _field_steps(cls: type) -> tuple[tuple[str, str], ...]:
+    """The path step (``".text"``) and name of each field of the attrs class ``cls``."""
+    steps = _FIELD_STEPS.get(cls)
+    if steps is None:
+        steps = _FIELD_STEPS[cls] = tuple((f".{f.name}", f.name) for f in attrs.fields(cls))
+    return steps
 
 
 # -- messages ---------------------------------------------------------------------------------

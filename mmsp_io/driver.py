@@ -172,6 +172,11 @@ class _Deadlines:
         raise StreamTimeoutError(self.client, which, seconds)
 
 
+#: The parsed form of each URL a request went to: httpx parses a URL given as text on every
+#: request (about 20 µs), and a client sends most of its requests to one or two.
+_parsed_url: Final = functools.lru_cache(maxsize=64)(httpx.URL)
+
+
 def _tighter(mine: float | None, theirs: float | None) -> float | None:
     return theirs if mine is None else mine if theirs is None else min(mine, theirs)
 
@@ -302,7 +307,7 @@ async def open_stream(
     """
     deadlines = _deadlines(client, timeouts, started)
     http_request = http_client.build_request(
-        request.method, url, headers=request.headers, content=request.body or None,
+        request.method, _parsed_url(url), headers=request.headers, content=request.body or None,
         timeout=_http_timeout(http_client, timeouts),
     )
     response = await _send(http_client, http_request, deadlines, follow_redirects=False)
