@@ -133,7 +133,8 @@ _FIELD_STEPS: Final[dict[type, tuple[tuple[str, str], ...]]] = {}
 
 
 def _field_steps(cls: type) -> tuple[tuple[str, str], ...]:
-    """The path step (``".text"``) and name of each field of the attrs class ``cls``."""
+    """The path step (``".text"``) and name of each field of the attrs class ``cls``, worked
+    out once per class."""
     steps = _FIELD_STEPS.get(cls)
     if steps is None:
         steps = _FIELD_STEPS[cls] = tuple((f".{f.name}", f.name) for f in attrs.fields(cls))

@@ -70,8 +70,8 @@ class StreamGrammar:
     """
 
     __slots__ = (
-        "_chunks", "_compacted", "_fail", "_fidelity", "_first", "_group", "_index", "_limit",
-        "_open_kind", "_size", "_stopped",
+        "_chunks", "_compacted", "_fail", "_fidelity", "_first", "_index", "_limit", "_open",
+        "_size", "_stopped",
     )
 
     def __init__(
@@ -81,10 +81,8 @@ class StreamGrammar:
         self._limit = max_item_size
         self._index = 0
         self._stopped = False
-        #: The open group's kind name, or ``None`` between groups.
-        self._group: str | None = None
-        #: The open group's kind, for the fast path of a continuing fragment.
-        self._open_kind: Kind | None = None
+        #: The open group's kind, or ``None`` between groups.
+        self._open: Kind | None = None
         self._first: Any = None
         #: The open group's fragments; ``_chunks[:_compacted]`` are joined runs of them.
         self._chunks: list[Any] = []
@@ -124,8 +122,8 @@ class StreamGrammar:
             raise self._fail(index, f"bad finish_reason {stop.finish_reason!r}")
         if stop.created_at is None:
             raise self._fail(index, "created_at missing")
-        if self._group is not None:
-            raise self._fail(index, f"the {self._group} group was never closed")
+        if self._open is not None:
+            raise self._fail(index, f"the {self._open.name} group was never closed")
         self._stopped = True
 
     def _check_delta(self, index: int, event: UniEvent) -> None:
@@ -137,15 +135,15 @@ class StreamGrammar:
         if len(event.content_items) != 1:
             raise fail(index, "a delta event holds exactly one item")
         item: Any = event.content_items[0]
-        group = self._group
-        open_kind = self._open_kind
+        open_kind = self._open
         if open_kind is not None and KINDS.get(item.type) is open_kind and item.fidelity is None:
             # A continuing fragment of the open group without fidelity (the hot path): of the
             # rules below only the empty name and id of a later tool_call.delta apply.
-            if group == "tool_call" and (item.name or item.tool_call_id):
+            if open_kind.name == "tool_call" and (item.name or item.tool_call_id):
                 raise fail(index, "a later tool_call.delta carries empty name and tool_call_id")
             self._grow(open_kind.name, open_kind.growing(item))
             return
+        group = None if open_kind is None else open_kind.name
         kind_name, _, phase = item.type.partition(".")
         kind = KINDS.get(f"{kind_name}.delta")
         if kind is None or phase not in ("delta", "done"):
@@ -162,8 +160,7 @@ class StreamGrammar:
                 self._check_done(index, kind_name, kind.growing, item)
             except RecursionError:  # fidelity or arguments nested too deeply to compare
                 raise fail(index, f"{item.type} is nested too deeply to check") from None
-            self._group = None
-            self._open_kind = None
+            self._open = None
             self._first = None
             self._chunks = []
             self._compacted = 0
@@ -173,8 +170,7 @@ class StreamGrammar:
         if group is None:
             if kind_name == "tool_call" and not (item.name and item.tool_call_id):
                 raise fail(index, "the first tool_call.delta carries name and tool_call_id")
-            self._group = kind_name
-            self._open_kind = kind
+            self._open = kind
             self._first = item
         elif kind_name == "tool_call" and (item.name or item.tool_call_id):
             raise fail(index, "a later tool_call.delta carries empty name and tool_call_id")

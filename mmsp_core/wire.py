@@ -290,23 +290,19 @@ def _images(d: Mapping[str, Any], path: str) -> tuple[str, ...] | None:
 def _text_delta(d: Mapping[str, Any], path: str) -> TextDelta:
     """A ``text.delta``: the fields of a good one are read at once (the hot path of the mmsp
     client's stream), a bad one by the checking readers, which name the fault."""
-    text, fidelity = d.get("text"), d.get("fidelity")
-    if type(text) is str and fidelity is None:
+    text = d.get("text")
+    if type(text) is str and d.get("fidelity") is None:
         return text_fragment(text)
-    if type(text) is str and type(fidelity) is dict:
-        return TextDelta(text, fidelity)
     return TextDelta(_str(d, "text", path), _fidelity(d, path))
 
 
 def _tool_call_delta(d: Mapping[str, Any], path: str) -> ToolCallDelta:
-    """A ``tool_call.delta``, read as ``_text_delta`` reads its item."""
-    name, call_id, arguments = d.get("name"), d.get("tool_call_id"), d.get("arguments")
-    fidelity = d.get("fidelity")
-    if type(name) is str and type(call_id) is str and type(arguments) is str:
-        if not name and not call_id and fidelity is None:
-            return tool_call_fragment(arguments)  # a continuing fragment (08 D29)
-        if fidelity is None or type(fidelity) is dict:
-            return ToolCallDelta(name, call_id, arguments, fidelity)
+    """A ``tool_call.delta``, read as ``_text_delta`` reads its item: at once when it is a
+    call's continuing fragment (empty name and id, no fidelity: 08 D29)."""
+    arguments = d.get("arguments")
+    if (type(arguments) is str and d.get("name") == "" and d.get("tool_call_id") == ""
+            and d.get("fidelity") is None):
+        return tool_call_fragment(arguments)
     return ToolCallDelta(
         _str(d, "name", path), _str(d, "tool_call_id", path), _str(d, "arguments", path),
         _fidelity(d, path),
@@ -416,14 +412,12 @@ def event_from_wire(d: Any) -> UniEvent:
         raise _fail("event.created_at", "expected an integer or null")
     usage = obj.get("usage_metadata")
     finish = obj.get("finish_reason")
-    if usage is None and finish is None and event_type == "delta":
-        items = _items(obj.get("content_items"), "event.content_items")
-        if len(items) == 1:  # a delta event as the grammar has it (the hot path)
-            return delta_event(items[0], created_at)
-        return UniEvent(event_type, items, None, None, created_at)
+    items = _items(obj.get("content_items"), "event.content_items")
+    if usage is None and finish is None and event_type == "delta" and len(items) == 1:
+        return delta_event(items[0], created_at)  # a delta event as the grammar has it
     return UniEvent(
         event_type,
-        _items(obj.get("content_items"), "event.content_items"),
+        items,
         None if usage is None else usage_from_wire(usage, "event.usage_metadata"),
         None if finish is None else _finish(finish, "event.finish_reason"),
         created_at,
