@@ -44,7 +44,8 @@ expire. When ``total`` is unset and the transport is httpx's own (``AsyncHTTPTra
 the library's spread of them, ``mmsp_io._pool``), ``idle`` is handed to httpx's read timeout
 of the body (the tighter of it and the caller's), which httpcore applies to every socket read
 anyway, and the reads after the first event run under no scope of ours: an expiry is the same
-``StreamTimeoutError("idle", seconds)``. The response headers arrive before the handover, so
+``StreamTimeoutError("idle", seconds)``. The reads before the first event then share one scope
+(``first_event``, the only limit left to them) instead of one each. The response headers arrive before the handover, so
 ``idle`` never bounds the wait for them. Any other transport (``MockTransport``, a caller's
 custom one) is not known to honour read timeouts and keeps the per-read deadline.
 """
@@ -387,52 +388,95 @@ async def _events(
 ) -> AsyncGenerator[UniEvent, None]:
     """The public events of ``response``'s body, steps 3 and 4 of the module doc.
 
-    Until the first event every read runs under ``deadlines``; after it, only when
-    ``unguarded`` is false (module doc, "Timeouts").
+    Until the first event every read runs under ``deadlines``: each read under its own scope,
+    or, when ``unguarded`` (``idle`` is the transport's), every read before the first event
+    under one scope, as only ``first_event`` can then expire. After it, reads are guarded only
+    when ``unguarded`` is false (module doc, "Timeouts").
 
     Raises:
         StreamTimeoutError: a named timeout, or the caller's read timeout, expired.
         MMSPError: whatever the pipeline raises.
     """
-    cut: BaseException | None = None
-    while True:
-        try:
-            event = pipeline.next_event()
-        except MMSPError as exc:
-            if cut is None:
-                raise
-            if isinstance(exc, MalformedEventError):
-                # An event-stream decoder drops an event a cut left unterminated; only a
-                # one-body decoder hands the machine what arrived, which is then no JSON: the
-                # answer was cut, not malformed (08 D19).
-                raise IncompleteStreamError(
-                    exc.client, ("usage_metadata", "finish_reason"), None, None
-                ) from cut
-            raise exc from cut
-        if event is END:
-            return
-        if event is NEED_DATA:
+    body = _Body(response, chunks, pipeline, deadlines, request)
+    if unguarded:
+        event = await deadlines.guarded(body.next_event(guard=False), idle=False)
+    else:
+        event = await body.next_event(guard=True)
+    while event is not None:
+        deadlines.first_event_seen = True
+        yield event
+        event = await body.next_event(guard=not unguarded)
+
+
+@final
+class _Body:
+    """The reading side of one response: its next public event, read on demand."""
+
+    __slots__ = ("chunks", "cut", "deadlines", "pipeline", "request", "response")
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        chunks: AsyncIterator[bytes],
+        pipeline: StreamPipeline,
+        deadlines: _Deadlines,
+        request: httpx.Request,
+    ) -> None:
+        self.response = response
+        self.chunks = chunks
+        self.pipeline = pipeline
+        self.deadlines = deadlines
+        self.request = request
+        #: The transport failure that cut the body, once one did (step 4).
+        self.cut: BaseException | None = None
+
+    async def next_event(self, *, guard: bool) -> UniEvent | None:
+        """The pipeline's next event, or ``None`` after the last, reading as long as it needs
+        data (each read under ``deadlines`` when ``guard``).
+
+        Raises:
+            StreamTimeoutError: a guarded read, or the caller's read timeout, expired.
+            IncompleteStreamError: a cut one-body answer (module doc, step 4).
+            MMSPError: whatever the pipeline raises, chained from the cut if there was one.
+        """
+        pipeline = self.pipeline
+        while True:
+            try:
+                event = pipeline.next_event()
+            except MMSPError as exc:
+                cut = self.cut
+                if cut is None:
+                    raise
+                if isinstance(exc, MalformedEventError):
+                    # An event-stream decoder drops an event a cut left unterminated; only a
+                    # one-body decoder hands the machine what arrived, which is then no JSON:
+                    # the answer was cut, not malformed (08 D19).
+                    raise IncompleteStreamError(
+                        exc.client, ("usage_metadata", "finish_reason"), None, None
+                    ) from cut
+                raise exc from cut
+            if event is END:
+                return None
+            if event is not NEED_DATA:
+                return event
             if pipeline.finished:  # the terminal event came (08 D56)
-                await _close(response, chunks)
+                await _close(self.response, self.chunks)
                 pipeline.receive_eof()
                 continue
             try:
-                if unguarded and deadlines.first_event_seen:
-                    chunk = await chunks.__anext__()
+                if guard:
+                    chunk = await self.deadlines.guarded(self.chunks.__anext__(), idle=True)
                 else:
-                    chunk = await deadlines.guarded(chunks.__anext__(), idle=True)
+                    chunk = await self.chunks.__anext__()
             except StopAsyncIteration:
                 pipeline.receive_eof()
             except httpx.ReadTimeout as exc:
-                raise _read_timeout(deadlines.client, request) from exc
+                raise _read_timeout(self.deadlines.client, self.request) from exc
             except _TRANSPORT_ERRORS as exc:
-                cut = exc
+                self.cut = exc
                 pipeline.receive_eof()
             else:
                 pipeline.receive_data(chunk)
-            continue
-        deadlines.first_event_seen = True
-        yield event
 
 
 async def fetch_body(

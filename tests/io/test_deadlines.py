@@ -144,6 +144,16 @@ async def test_first_event_still_bounds_the_first_reads(fake_clock: Callable[[],
     assert (error.which, error.seconds) == ("first_event", 0.3)
 
 
+async def test_idle_bounds_the_reads_before_the_first_event(
+    fake_clock: Callable[[], int]
+) -> None:
+    # Before the first event the reads share one first_event scope; idle is the transport's.
+    async with server([b": ping\n\n", 5.0, FIRST, REST]) as url:
+        error, elapsed = await timed_out(url, Timeouts(idle=0.3, first_event=10.0), fake_clock)
+    assert (error.which, error.seconds) == ("idle", 0.3)
+    assert 0.25 < elapsed < 2.0
+
+
 def test_only_httpx_own_transports_are_trusted() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200)
