@@ -8,7 +8,9 @@ Theory of operation:
 3. For each body, each chunking and each consumer (``consumers.CONSUMERS``, peers only when
    their package is importable by the peer interpreter) one fresh process runs one warm-up
    and ``--runs`` timed passes and verifies each; the consumers of one body run one after
-   another, so every ratio compares processes of the same run and minute.
+   another, so every ratio compares processes of the same run and minute. The first-event
+   body's processes also time ``--first-samples`` paused passes; ``--first-rounds`` - 1 more
+   rounds of processes, round-robin over the consumers, time as many each, pooled per cell.
 4. Then, per body: the pure pipeline over in-memory bytes (``memory``); ``import mmsp_io`` in
    fresh interpreters; the concurrent streams under asyncio and trio.
 5. ``report`` prints the markdown tables; ``--json`` saves every measurement.
@@ -44,6 +46,10 @@ PEER_MODULES: Final = {"mmsp-0.5.6": "mmsp", "openai-sdk": "openai", "anthropic-
 #: The extra passes of the first-event table's bodies that time only the first content: one
 #: pass of a few ms is noisy to about a millisecond on a shared machine.
 FIRST_SAMPLES: Final = 15
+#: The processes per consumer those passes are spread over: one process's median drifts by up
+#: to 0.4 ms from another's of the same code (its memory layout, its core), so the table pools
+#: the passes of several, run round-robin over the consumers.
+FIRST_ROUNDS: Final = 3
 #: What the import table times: the package alone (its heavy names load on first use), and
 #: what a program that streams starts with.
 IMPORT_STATEMENTS: Final = ("import mmsp_io", "from mmsp_io import AutoLLMClient")
@@ -84,6 +90,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-samples", type=int, default=FIRST_SAMPLES,
                         help="more passes timing only the first content, for the first-event "
                         "table (text, smallest N, one chunk per event)")
+    parser.add_argument("--first-rounds", type=int, help="processes per consumer that time "
+                        f"those passes, pooled (default {FIRST_ROUNDS}; quick: 1)")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the in-memory pipeline table")
     parser.add_argument("--timeout", type=float, default=900,
@@ -100,9 +108,31 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.chunkings = ["event"] if args.quick else list(bodies.CHUNKINGS)
     if args.runs is None:
         args.runs = 3 if args.quick else 5
+    if args.first_rounds is None:
+        args.first_rounds = 1 if args.quick else FIRST_ROUNDS
     if args.quick:
         args.import_samples = min(args.import_samples, 5)
     return args
+
+
+def _first_rounds(
+    args: argparse.Namespace, first_rows: Sequence[tuple[dict[str, Any], bodies.Body]],
+    origin: str,
+) -> None:
+    """Rounds 2 to ``--first-rounds`` of the first-event passes (module doc, step 3): each
+    round one process per first-event row, in the rows' order, its passes added to the row's;
+    a process that fails marks its row failed."""
+    for _ in range(args.first_rounds - 1):
+        for row, body in first_rows:
+            consumer = consumers.CONSUMERS[row["consumer"]]
+            python = args.peer_python if consumer.peer else sys.executable
+            result = _process(python, [row["consumer"], origin, bodies.described(body),
+                                       "event", "0", str(args.first_samples)], args.timeout)
+            if result["error"]:
+                row["error"] = result["error"]
+            else:
+                row["first"] = [*row["first"], *result["first"]]
+            _log(f"{body.id} first event {row['consumer']}: {result['error'] or 'ok'}")
 
 
 def _process(python: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
@@ -183,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in names if n not in missing]
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    #: The rows that time the first event, with their body (``_first_rounds``).
+    first_rows: list[tuple[dict[str, Any], bodies.Body]] = []
     memory: list[dict[str, Any]] = []
     concurrent: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mmsp-bench-") as tmp:
@@ -210,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "n": body.n, "chunking": chunking, "consumer": name,
                                      "process_seconds": time.perf_counter() - began,
                                      **result})
+                        if first and not result["error"]:
+                            first_rows.append((rows[-1], body))
                         status = result["error"] or (
                             f"{report.per_delta_us(rows[-1]):.1f} µs/delta")
                         _log(f"{body.id} {chunking} {name}: {status}")
@@ -218,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                        "packed", str(args.runs)], args.timeout)
                     memory.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
                                    "consumer": "memory", **result})
+            _first_rounds(args, first_rows, origin)
             for body in stream_bodies:
                 for loop in ("asyncio", "trio"):
                     name = f"concurrent-{loop}"

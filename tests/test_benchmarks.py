@@ -131,7 +131,7 @@ def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
         "--n", "4", "8", "--protocols", protocol, "--shapes", "text", "--chunkings", "event",
         "--runs", "1", "--consumers", "floor", "client-trio", "--no-peers", "--no-memory",
         "--streams", "3", "--stream-n", "4", "--import-samples", "1", "--first-samples", "2",
-        "--json", str(saved),
+        "--first-rounds", "2", "--json", str(saved),
     ])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -139,9 +139,10 @@ def test_the_command_runs_a_tiny_matrix_in_fresh_processes(
     assert sorted((row["consumer"], row["n"]) for row in results["rows"]) == [
         ("client-trio", 4), ("client-trio", 8), ("floor", 4), ("floor", 8)]
     assert all(row["error"] is None and len(row["runs"]) == 1 for row in results["rows"])
-    # The first-event table's cell (text, smallest N) gets the extra first-content passes.
+    # The first-event table's cell (text, smallest N) gets the extra first-content passes,
+    # of two processes (rounds) each.
     assert sorted((row["n"], len(row["first"])) for row in results["rows"]) == [
-        (4, 2), (4, 2), (8, 0), (8, 0)]
+        (4, 4), (4, 4), (8, 0), (8, 0)]
     assert all(0 < first < 10 for row in results["rows"] for first in row["first"])
     assert [row["consumer"] for row in results["concurrent"]] == [
         "concurrent-asyncio", "concurrent-trio"]
