@@ -45,9 +45,10 @@ the library's spread of them, ``mmsp_io._pool``), ``idle`` is handed to httpx's 
 of the body (the tighter of it and the caller's), which httpcore applies to every socket read
 anyway, and the reads after the first event run under no scope of ours: an expiry is the same
 ``StreamTimeoutError("idle", seconds)``. The reads before the first event then share one scope
-(``first_event``, the only limit left to them) instead of one each. The response headers arrive before the handover, so
-``idle`` never bounds the wait for them. Any other transport (``MockTransport``, a caller's
-custom one) is not known to honour read timeouts and keeps the per-read deadline.
+(``first_event``, the only limit left to them) instead of one each. The response headers
+arrive before the handover, so ``idle`` never bounds the wait for them. Any other transport
+(``MockTransport``, a caller's custom one) is not known to honour read timeouts and keeps the
+per-read deadline.
 """
 
 from __future__ import annotations
