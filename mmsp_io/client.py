@@ -91,7 +91,7 @@ from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, U
 from mmsp_core.request import HTTPRequest
 
 from . import tracer
-from ._pool import spread_pool
+from ._transport import own_http_client
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, fetch_body, open_stream
 
@@ -104,10 +104,6 @@ IMAGE_LIMIT: Final = 20 * 1024 * 1024
 #: The largest ``list_models`` page read, and how many pages are followed (spec 04 §5).
 _MODEL_PAGE_LIMIT: Final = 16 * 1024 * 1024
 _MAX_MODEL_PAGES: Final = 100
-#: Connection pool of the client's own ``httpx.AsyncClient``.
-_POOL_LIMITS: Final = httpx.Limits(
-    max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0
-)
 #: Backoff between retries (08 D21): ``base * 2**attempt`` seconds, capped, with jitter.
 _RETRY_BASE: Final = 0.5
 _RETRY_CAP: Final = 8.0
@@ -353,10 +349,7 @@ class AutoLLMClient:
             if self._traits.upstream_errors else None
         )
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else spread_pool(
-            httpx.AsyncClient(limits=_POOL_LIMITS, follow_redirects=False, timeout=None),
-            _POOL_LIMITS,
-        )
+        self._http = http_client if http_client is not None else own_http_client()
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._max_retries = max_retries
         self._strict = strict if strict is not None else _debug_from_environment()

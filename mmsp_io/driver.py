@@ -22,10 +22,11 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
    arrived the stream ends with its stop; otherwise the finalizer's ``IncompleteStreamError``
    is raised chained from the transport exception (08 D19). A one-JSON-body answer (embeddings)
    cut short is no JSON, so its ``MalformedEventError`` becomes that ``IncompleteStreamError``.
-5. Leaving the context closes the response at once. The body iterator is run to its end first
-   under a cancelled scope: httpx reads a body through a chain of nested async generators, and
-   closing only the outermost leaves the inner ones to the garbage collector, which trio
-   reports as a ``ResourceWarning`` for each.
+5. Leaving the context closes the response at once. A body read through httpx's chain of
+   nested async generators is first run to its end under a cancelled scope: closing only the
+   outermost leaves the inner ones to the garbage collector, which trio reports as a
+   ``ResourceWarning`` for each. The library's own transport hands over an iterator that is no
+   generator (``mmsp_io._transport``), which closing the response closes.
 
 Timeouts (08 D22): every wait runs inside one ``anyio.CancelScope`` whose deadline is the
 earliest of the limits that apply to it: ``total`` (from the start of ``open_stream``),
@@ -40,9 +41,9 @@ reports as ``idle``), its write timeout stands, and its connect and pool timeout
 iterator is safe to abandon and runs unchanged under asyncio and trio.
 
 Deadlines that cost nothing per chunk: after the first event only ``idle`` and ``total`` can
-expire. When ``total`` is unset and the transport is httpx's own (``AsyncHTTPTransport``, or
-the library's spread of them, ``mmsp_io._pool``), ``idle`` is handed to httpx's read timeout
-of the body (the tighter of it and the caller's), which httpcore applies to every socket read
+expire. When ``total`` is unset and the transport is httpx's own (``AsyncHTTPTransport``) or
+the library's (``mmsp_io._transport``), ``idle`` is handed to httpx's read timeout
+of the body (the tighter of it and the caller's), which both apply to every socket read
 anyway, and the reads after the first event run under no scope of ours: an expiry is the same
 ``StreamTimeoutError("idle", seconds)``. The reads before the first event then share one scope
 (``first_event``, the only limit left to them) instead of one each. The response headers
@@ -79,7 +80,7 @@ from mmsp_core.model import UniEvent
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
 
-from ._pool import SpreadTransport
+from ._transport import BODY_EXTENSION, Http11Transport
 
 __all__ = [
     "ERROR_PREVIEW_BYTES",
@@ -109,7 +110,7 @@ _CLOSE_SECONDS: Final = 5.0
 _T = TypeVar("_T")
 
 #: Transports known to bound every socket read by the request's read timeout (httpcore's).
-_TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, SpreadTransport})
+_TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, Http11Transport})
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -333,21 +334,23 @@ async def open_stream(
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
     """The chunks of ``response``'s body as the transport hands them over.
 
-    A body without a ``Content-Encoding`` is read from the response's own stream, two
-    generator layers under ``aiter_bytes`` (whose content decoder is then the identity and
-    whose chunker, without a chunk size, passes each chunk through): a few microseconds less
-    per chunk. An encoded body (gzip, ...) goes through ``aiter_bytes``, which decodes it.
-    Either way ``_close`` closes the response.
+    A body without a ``Content-Encoding`` is read from the transport's own iterator: the
+    library's transport puts it in the response's extensions (``BODY_EXTENSION``: no generator
+    layer at all), any other transport's is the response's own stream, two generator layers
+    under ``aiter_bytes`` (whose content decoder is then the identity and whose chunker,
+    without a chunk size, passes each chunk through). An encoded body (gzip, ...) goes through
+    ``aiter_bytes``, which decodes it. Either way ``_close`` closes the response.
     """
     stream = response.stream
     if "content-encoding" in response.headers or not isinstance(stream, httpx.AsyncByteStream):
         return response.aiter_bytes()
-    return stream.__aiter__()
+    body: AsyncIterator[bytes] | None = response.extensions.get(BODY_EXTENSION)
+    return body if body is not None else stream.__aiter__()
 
 
 def _hand_idle_to(http_client: httpx.AsyncClient, request: httpx.Request, idle: float) -> bool:
     """Make ``idle`` the read timeout of ``request``'s body, when the transport that carries it
-    is httpx's own (``AsyncHTTPTransport``, or the library's spread of them), which bounds
+    is httpx's own (``AsyncHTTPTransport``) or the library's (``Http11Transport``), which bounds
     every read of the socket by it; say whether it did.
 
     The response headers have already arrived under the caller's own read timeout: httpcore
@@ -374,7 +377,8 @@ async def _close(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None
     iterator was ended first, or ran to its end)."""
     if response.is_closed:
         return
-    await _end_body(chunks)
+    if isinstance(chunks, AsyncGenerator):  # httpx's chain of generators (module doc, step 5)
+        await _end_body(chunks)
     with anyio.move_on_after(_CLOSE_SECONDS, shield=True):
         await response.aclose()
 

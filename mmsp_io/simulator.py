@@ -415,11 +415,14 @@ class Simulator:
             protocol=_route(request.method, request.path),
         )
         self.requests.append(recorded)
+        delivered = False
         try:
             response, reply = self._answer(recorded)
-            await self._deliver(out, response, reply)
+            delivered = await self._deliver(out, response, reply)
         finally:
-            if out.client_gone:
+            # A client may close as soon as it has the last event (08 D56), before the end of
+            # the body is written: that is no disconnect.
+            if out.client_gone and not delivered:
                 self.disconnects.append(recorded)
 
     def _answer(self, request: RecordedRequest) -> tuple[_Response, Reply]:
@@ -535,8 +538,9 @@ class Simulator:
         ]
         return _Response(200, headers, chunks, event_stream)
 
-    async def _deliver(self, out: httpserver.Response, response: _Response, reply: Reply) -> None:
-        """Write ``response`` shaped by ``reply``'s delivery options (module docstring).
+    async def _deliver(self, out: httpserver.Response, response: _Response, reply: Reply) -> bool:
+        """Write ``response`` shaped by ``reply``'s delivery options (module docstring); say
+        whether every chunk of it was sent (the server core then ends it, after the handler).
 
         ``cut_after`` closes the connection; stalls (``stall_before_headers``, ``stall_at``)
         never return: the client ends them by leaving, which the server core sees.
@@ -556,7 +560,7 @@ class Simulator:
             sent += len(chunk)
         if reply.cut_after is not None and sent >= reply.cut_after:
             await out.cut()
-            return
+            return False
         if reply.stall_at is not None and sent >= reply.stall_at:
             while True:
                 if reply.keepalive is None:
@@ -564,7 +568,7 @@ class Simulator:
                 else:
                     await anyio.sleep(reply.keepalive)
                     await out.send(b": keep-alive\n\n")
-        await out.end()
+        return True  # the server core ends the response
 
     @staticmethod
     def _budget(chunks: list[bytes], reply: Reply) -> Iterator[bytes]:

@@ -327,19 +327,23 @@ class Gateway:
         signal = AbortSignal()
         tally = self.metrics.begin(call.row.server_model_id)
         self._signals.add(signal)
+        delivered = False
         try:
             await out.start(200, _SSE_HEADERS)
             sender, receiver = anyio.create_memory_object_stream[bytes](_BUFFERED_FRAMES)
             async with receiver, anyio.create_task_group() as tasks:
                 tasks.start_soon(self._produce, call, signal, sender, tally)
-                await self._write(receiver, out, signal, tally)
+                delivered = await self._write(receiver, out, signal, tally)
                 tasks.cancel_scope.cancel()
         finally:
-            if out.client_gone:
+            # A caller may close as soon as it has ``[DONE]`` (08 D56), before the end of the
+            # body is written: that is no disconnect.
+            gone = out.client_gone and not delivered
+            if gone:
                 signal.abort("client disconnected")
             signal.abort("request ended")
             self._signals.discard(signal)
-            tally.end(client_gone=out.client_gone)
+            tally.end(client_gone=gone)
 
     async def _produce(
         self,
@@ -376,28 +380,31 @@ class Gateway:
         out: Output,
         signal: AbortSignal,
         tally: Tally,
-    ) -> None:
+    ) -> bool:
         """Send the queued frames, keep-alives while none is ready (steps 2 and 3); return
-        at the end of the stream, once the caller is gone, or after cutting an idle caller."""
+        at the end of the stream (``True``: every frame was sent), once the caller is gone, or
+        after cutting an idle caller."""
         while True:
             frame = _KEEPALIVE
             with anyio.move_on_after(self.keepalive):
                 try:
                     frame = await receiver.receive()
                 except anyio.EndOfStream:
-                    return
+                    return True
             for start in range(0, len(frame), _PIECE):
                 with anyio.move_on_after(self.idle_timeout) as timer:
                     try:
                         await out.send(frame[start : start + _PIECE])
                     except _GONE:  # the front end has seen it: client_gone is set
-                        return
+                        return False
                 if timer.cancelled_caught:
                     reason = f"the caller read nothing for {self.idle_timeout:g} s"
                     signal.abort(reason)
                     tally.failed(reason)
                     await out.cut()
-                    return
+                    return False
+            if frame is _DONE:  # the last frame (``_produce``): the caller may close now
+                return True
 
     def abort_streams(self, reason: str) -> None:
         """Abort the upstream call of every stream in flight (module docstring, step 5)."""

@@ -1,8 +1,9 @@
-"""The named timeouts over httpx's own transport and real loopback sockets (08 D22, D62).
+"""The named timeouts over real loopback sockets, through httpx's own transport and through the
+library's (``mmsp_io._transport``), each test on both (08 D22, D62).
 
 After the first event, ``open_stream`` hands ``idle`` to httpx's read timeout when the
-transport is httpx's own (it bounds every socket read), instead of a deadline of its own
-around each read. These tests pin that the four timeouts behave exactly as over
+transport is httpx's own or the library's (each bounds every socket read), instead of a
+deadline of its own around each read. These tests pin that the four timeouts behave exactly as over
 ``MockTransport`` (``test_driver.py``): ``idle`` after the first event, the caller's tighter
 read timeout, ``total`` kept, the header wait not bounded by ``idle``, keep-alive comments and
 the time the caller holds an event; and that any other transport is not trusted.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -22,7 +24,7 @@ from httpfakes import delta, json_pipeline, mock_client, sse, stop
 
 from mmsp_core import HTTPRequest, StreamTimeoutError, UniEvent
 from mmsp_io import Timeouts, open_stream
-from mmsp_io._pool import SpreadTransport
+from mmsp_io._transport import OWN_LIMITS, Http11Transport, own_http_client
 from mmsp_io.driver import _hand_idle_to
 
 pytestmark = pytest.mark.anyio
@@ -72,11 +74,23 @@ async def server(script: Sequence[Step], *, head_delay: float = 0.0) -> AsyncIte
         tasks.cancel_scope.cancel()
 
 
+@pytest.fixture(params=["httpx", "library"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Which transport carries the test's requests: httpx's own or the library's."""
+    return str(request.param)
+
+
+def http_client(transport: str, timeout: httpx.Timeout | None = None) -> httpx.AsyncClient:
+    """A client of ``transport`` with ``timeout`` as its own."""
+    if transport == "httpx":
+        return httpx.AsyncClient(timeout=timeout)
+    return httpx.AsyncClient(timeout=timeout, transport=Http11Transport(OWN_LIMITS))
+
+
 async def run(url: str, timeouts: Timeouts, clock: Callable[[], int], *,
-              http_client: httpx.AsyncClient | None = None,
-              hold: float = 0.0) -> list[UniEvent]:
+              http_client: httpx.AsyncClient, hold: float = 0.0) -> list[UniEvent]:
     events = []
-    async with http_client or httpx.AsyncClient(timeout=None) as client, open_stream(
+    async with http_client as client, open_stream(
         client, url, REQUEST, json_pipeline(clock), client="test", timeouts=timeouts
     ) as stream:
         async for event in stream:
@@ -86,10 +100,10 @@ async def run(url: str, timeouts: Timeouts, clock: Callable[[], int], *,
 
 
 async def timed_out(url: str, timeouts: Timeouts, clock: Callable[[], int],
-                    **options: object) -> tuple[StreamTimeoutError, float]:
+                    **options: Any) -> tuple[StreamTimeoutError, float]:
     started = time.monotonic()
     with pytest.raises(StreamTimeoutError) as caught:
-        await run(url, timeouts, clock, **options)  # type: ignore[arg-type]
+        await run(url, timeouts, clock, **options)
     return caught.value, time.monotonic() - started
 
 
@@ -97,72 +111,83 @@ FIRST = sse(delta("Hel"))
 REST = sse(delta("lo"), stop())
 
 
-async def test_idle_after_the_first_event(fake_clock: Callable[[], int]) -> None:
+async def test_idle_after_the_first_event(fake_clock: Callable[[], int], transport: str) -> None:
     async with server([FIRST, 5.0, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=0.3), fake_clock)
+        error, elapsed = await timed_out(url, Timeouts(idle=0.3), fake_clock,
+                                         http_client=http_client(transport))
     assert (error.which, error.seconds) == ("idle", 0.3)
     assert 0.25 < elapsed < 2.0
 
 
 async def test_the_callers_tighter_read_timeout_reports_as_idle(
-    fake_clock: Callable[[], int]
+    fake_clock: Callable[[], int], transport: str
 ) -> None:
     async with server([FIRST, 5.0, REST]) as url:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(None, read=0.2))
+        http = http_client(transport, httpx.Timeout(None, read=0.2))
         error, elapsed = await timed_out(url, Timeouts(idle=3.0), fake_clock, http_client=http)
     assert (error.which, error.seconds) == ("idle", 0.2)
     assert elapsed < 2.0
 
 
 async def test_keep_alive_comments_and_holding_events_do_not_expire_idle(
-    fake_clock: Callable[[], int]
+    fake_clock: Callable[[], int], transport: str
 ) -> None:
     pings = [step for _ in range(6) for step in (0.1, b": ping\n\n")]
     async with server([FIRST, *pings, REST]) as url:
-        events = await run(url, Timeouts(idle=0.3), fake_clock, hold=0.4)
+        events = await run(url, Timeouts(idle=0.3), fake_clock, hold=0.4,
+                           http_client=http_client(transport))
     assert [event.event_type for event in events][-1] == "stop"
 
 
-async def test_total_is_kept_after_the_first_event(fake_clock: Callable[[], int]) -> None:
+async def test_total_is_kept_after_the_first_event(
+    fake_clock: Callable[[], int], transport: str
+) -> None:
     async with server([FIRST, 5.0, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=3.0, total=0.4), fake_clock)
+        error, elapsed = await timed_out(url, Timeouts(idle=3.0, total=0.4), fake_clock,
+                                         http_client=http_client(transport))
     assert (error.which, error.seconds) == ("total", 0.4)
     assert elapsed < 2.0
 
 
-async def test_idle_does_not_bound_the_wait_for_headers(fake_clock: Callable[[], int]) -> None:
+async def test_idle_does_not_bound_the_wait_for_headers(
+    fake_clock: Callable[[], int], transport: str
+) -> None:
     # The header wait is first_event's (and the caller's read timeout's), never idle's.
     async with server([FIRST, REST], head_delay=0.5) as url:
-        events = await run(url, Timeouts(idle=0.2, first_event=5.0), fake_clock)
+        events = await run(url, Timeouts(idle=0.2, first_event=5.0), fake_clock,
+                           http_client=http_client(transport))
     assert events[-1].event_type == "stop"
 
 
-async def test_first_event_still_bounds_the_first_reads(fake_clock: Callable[[], int]) -> None:
+async def test_first_event_still_bounds_the_first_reads(
+    fake_clock: Callable[[], int], transport: str
+) -> None:
     pings = [step for _ in range(20) for step in (0.05, b": ping\n\n")]
     async with server([*pings, FIRST, REST]) as url:
-        error, _ = await timed_out(url, Timeouts(idle=0.3, first_event=0.3), fake_clock)
+        error, _ = await timed_out(url, Timeouts(idle=0.3, first_event=0.3), fake_clock,
+                                   http_client=http_client(transport))
     assert (error.which, error.seconds) == ("first_event", 0.3)
 
 
 async def test_idle_bounds_the_reads_before_the_first_event(
-    fake_clock: Callable[[], int]
+    fake_clock: Callable[[], int], transport: str
 ) -> None:
     # Before the first event the reads share one first_event scope; idle is the transport's.
     async with server([b": ping\n\n", 5.0, FIRST, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=0.3, first_event=10.0), fake_clock)
+        error, elapsed = await timed_out(url, Timeouts(idle=0.3, first_event=10.0), fake_clock,
+                                         http_client=http_client(transport))
     assert (error.which, error.seconds) == ("idle", 0.3)
     assert 0.25 < elapsed < 2.0
 
 
-def test_only_httpx_own_transports_are_trusted() -> None:
+def test_only_httpx_own_transport_and_the_librarys_are_trusted() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200)
 
     class Custom(httpx.AsyncHTTPTransport):
         pass
 
-    trusted = [httpx.AsyncClient(), httpx.AsyncClient(transport=SpreadTransport(
-        httpx.AsyncHTTPTransport(), limits=httpx.Limits()))]
+    trusted = [httpx.AsyncClient(), own_http_client()]
     untrusted = [mock_client(handler), httpx.AsyncClient(transport=Custom())]
     for client in trusted + untrusted:
         request = client.build_request("GET", "http://127.0.0.1:1/", timeout=httpx.Timeout(

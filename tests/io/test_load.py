@@ -120,7 +120,8 @@ async def test_a_thousand_concurrent_streams_through_one_client(
     enough_open_files: None, anyio_backend: str
 ) -> None:
     """One ``AutoLLMClient`` with the pool it builds itself carries 1,000 streams at once: the
-    library spreads its own pool (``mmsp_io._pool``), the caller shards nothing (issue 9)."""
+    library's own transport has no pool walk (``mmsp_io._transport``), the caller shards
+    nothing (issue 9)."""
     protocol = PROTOCOLS[0]
     outcomes: dict[int, list[UniEvent]] = {}
     peak_before = peak_rss_kib() / 1024

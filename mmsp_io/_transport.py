@@ -1,0 +1,465 @@
+"""The HTTP/1.1 transport of a client the library builds itself: lean per chunk, one pool.
+
+Only a client the library builds itself gets this transport (08 D62: a caller's
+``http_client`` is used as given); the environment's proxies keep httpx's own transports,
+mounted beside it. It is an ``httpx.AsyncBaseTransport``, so httpx still builds the request,
+applies the client's headers and cookies, and decodes a ``Content-Encoding``.
+
+Why not httpx's own (``AsyncHTTPTransport`` over httpcore): a streamed answer is tens of
+thousands of small HTTP chunks, and httpcore hands each one through h11's event machinery, a
+cancel scope per socket read and five generator layers, about 7 µs a chunk, more than the
+whole MMSP pipeline costs; and httpcore's pool walks every connection each time a request
+starts or a response ends, so a thousand concurrent streams never get going (issue 9).
+
+Theory of operation:
+
+1. ``handle_async_request`` takes a slot (at most ``max_connections`` requests in flight; a
+   request past that waits up to the pool timeout: ``httpx.PoolTimeout``), then an idle
+   connection to the request's origin (the most recently used one that has not outlived
+   ``keepalive_expiry`` and has nothing to read, which would be the server closing it) or a
+   new one (``anyio.connect_tcp``, TLS for ``https`` with httpx's default context, under the
+   connect timeout).
+2. h11 writes the request (under the write timeout) and parses the response head (each read
+   under the read timeout; a ``1xx`` head is skipped). The body's framing comes from the head
+   (``_http_body.framing_of``), and the bytes after the head go to a ``BodyReader``.
+3. The response's stream, ``ResponseBody``, is an async iterator with no generator layer:
+   each ``__anext__`` hands out the reader's next piece, reading the socket (under the read
+   timeout, looked up when the body starts, so a read timeout set after the headers applies
+   to the body) only when the reader needs data. The driver takes it from the response's
+   extension ``BODY_EXTENSION`` and skips httpx's wrapper of it.
+4. Closing the body gives the slot back and the connection to the idle list when the body
+   ended by its framing with nothing after it (bytes received but not yet read count: the
+   driver closes a stream at its terminal event, usually with the body's end in hand) and
+   keep-alive was not refused (``Connection:
+   close``, HTTP/1.0); otherwise the connection is closed. At most ``max_keepalive`` idle
+   connections are kept; past that the oldest is closed.
+
+Failures are httpx's exceptions, as httpx's own transport raises them: ``ConnectError`` /
+``ConnectTimeout``, ``WriteError`` / ``WriteTimeout``, ``ReadError`` / ``ReadTimeout``,
+``RemoteProtocolError`` (a head or body h11 or the body reader refuses, or a server that closed
+before its answer), ``PoolTimeout``.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import select
+import ssl
+import time
+from collections.abc import Iterable
+from typing import Final, final
+
+import anyio
+import anyio.abc
+import h11
+import httpx
+
+from ._http_body import END, NEED_DATA, BodyError, BodyReader, framing_of
+
+__all__ = ["BODY_EXTENSION", "OWN_LIMITS", "Http11Transport", "ResponseBody", "own_http_client"]
+
+#: The response extension that holds its ``ResponseBody`` (the driver reads it from there).
+BODY_EXTENSION: Final = "mmsp_io.body"
+#: The pool of the client the library builds itself: a thousand concurrent streams and more
+#: get going at once (issue 9); past 1,600 a request waits for a slot.
+OWN_LIMITS: Final = httpx.Limits(max_connections=1_600, max_keepalive_connections=20,
+                                 keepalive_expiry=30.0)
+#: The most bytes asked of the socket at once.
+READ_SIZE: Final = 64 * 1024
+#: The longest response head read (httpcore's limit).
+MAX_HEAD_BYTES: Final = 100 * 1024
+#: Where a response head ends, as h11 finds it.
+_HEAD_END: Final = re.compile(rb"\n\r?\n")
+#: Socket and TLS failures of a read or a write.
+_IO_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError,
+                     ssl.SSLError)
+
+#: An origin: scheme, host, port.
+_Origin = tuple[bytes, str, int]
+
+
+def _readable(stream: anyio.abc.ByteStream) -> bool:
+    """Whether an idle connection's socket has something to read: the server closed it (or
+    sent what no request asked for), so it cannot carry another exchange."""
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if sock is None or sock.fileno() < 0:
+        return True
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+@final
+class _Connection:
+    """One socket to an origin, and when it last went idle (``time.monotonic``)."""
+
+    __slots__ = ("idle_since", "origin", "stream")
+
+    def __init__(self, stream: anyio.abc.ByteStream, origin: _Origin) -> None:
+        self.stream = stream
+        self.origin = origin
+        self.idle_since = 0.0
+
+
+@final
+class ResponseBody(httpx.AsyncByteStream):
+    """The body of one response (module doc, step 3): an async iterator of its chunks, each
+    step a coroutine of its own; closing it releases the connection (step 4).
+
+    Raises (iterating):
+        httpx.ReadTimeout: a read of the socket outlasted the read timeout.
+        httpx.ReadError: the socket failed.
+        httpx.RemoteProtocolError: the body broke its framing, or the connection closed before
+            it was whole.
+    """
+
+    __slots__ = ("_connection", "_keep_alive", "_reader", "_request", "_started", "_timeout",
+                 "_transport")
+
+    def __init__(self, transport: Http11Transport, connection: _Connection, reader: BodyReader,
+                 request: httpx.Request, keep_alive: bool) -> None:
+        self._transport = transport
+        self._connection: _Connection | None = connection
+        self._reader = reader
+        self._request = request
+        self._keep_alive = keep_alive
+        #: The read timeout of the body, looked up at its first read (module doc, step 3).
+        self._timeout: float | None = None
+        self._started = False
+
+    def __aiter__(self) -> ResponseBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        reader = self._reader
+        while True:
+            try:
+                chunk = reader.next_chunk()
+            except BodyError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=self._request) from exc
+            if chunk is NEED_DATA:
+                await self._receive()
+            elif chunk is END:
+                raise StopAsyncIteration
+            else:
+                return chunk  # type: ignore[return-value]
+
+    async def _receive(self) -> None:
+        connection = self._connection
+        if connection is None:
+            raise httpx.ReadError("the response is closed", request=self._request)
+        if not self._started:
+            self._started = True
+            self._timeout = self._request.extensions.get("timeout", {}).get("read")
+        try:
+            data = await _read(connection.stream, self._timeout)
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout("timed out reading the body", request=self._request) from exc
+        except _IO_ERRORS as exc:
+            raise httpx.ReadError(str(exc) or type(exc).__name__,
+                                  request=self._request) from exc
+        if data:
+            self._reader.receive_data(data)
+        else:
+            self._reader.receive_eof()
+
+    async def aclose(self) -> None:
+        """Release the connection: back to the pool when it can carry another exchange,
+        closed otherwise. Closing twice does nothing more."""
+        connection = self._connection
+        if connection is None:
+            return
+        self._connection = None
+        await self._transport._release(connection, reuse=self._keep_alive and self._ended())
+
+    def _ended(self) -> bool:
+        """Whether the body has ended by its framing with nothing after it, reading on through
+        what was received but not read (a stream closed at its terminal event usually holds
+        the end of the body already), never the socket."""
+        reader = self._reader
+        try:
+            while (chunk := reader.next_chunk()) is not END:
+                if chunk is NEED_DATA:
+                    return False
+        except BodyError:
+            return False
+        return reader.reusable
+
+
+async def _read(stream: anyio.abc.ByteStream, timeout: float | None) -> bytes:
+    """The next bytes of ``stream`` (``b""`` at its end), within ``timeout`` seconds.
+
+    Raises:
+        TimeoutError: nothing came within ``timeout``.
+    """
+    try:
+        if timeout is None:
+            return await stream.receive(READ_SIZE)
+        with anyio.fail_after(timeout):
+            return await stream.receive(READ_SIZE)
+    except anyio.EndOfStream:
+        return b""
+
+
+@final
+class Http11Transport(httpx.AsyncBaseTransport):
+    """The library's own HTTP/1.1 transport and connection pool (module doc).
+
+    Args:
+        limits: ``max_connections`` requests in flight (``None``: no limit),
+            ``max_keepalive_connections`` idle connections kept, ``keepalive_expiry`` seconds
+            an idle connection is kept.
+        ssl_context: the TLS context of ``https`` origins; httpx's default one (made on the
+            first ``https`` request) when ``None``.
+    """
+
+    def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._max_active = limits.max_connections
+        self._max_idle = limits.max_keepalive_connections
+        self._expiry = math.inf if limits.keepalive_expiry is None else limits.keepalive_expiry
+        self._tls = ssl_context
+        self._idle: dict[_Origin, list[_Connection]] = {}
+        self._idle_count = 0
+        self._active = 0
+        self._waiters: collections.deque[anyio.Event] = collections.deque()
+        self._closed = False
+
+    @property
+    def active(self) -> int:
+        """How many requests hold a slot (sent, and their body not yet closed)."""
+        return self._active
+
+    @property
+    def idle(self) -> int:
+        """How many idle connections are kept for reuse."""
+        return self._idle_count
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` and return its response once the head has arrived (module doc).
+
+        Raises:
+            httpx.PoolTimeout, httpx.ConnectError, httpx.ConnectTimeout, httpx.WriteError,
+            httpx.WriteTimeout, httpx.ReadError, httpx.ReadTimeout,
+            httpx.RemoteProtocolError: as httpx's own transport raises them.
+        """
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        timeouts = request.extensions.get("timeout", {})
+        await self._take_slot(request, timeouts.get("pool"))
+        try:
+            connection = await self._connection_for(request, timeouts.get("connect"))
+        except BaseException:
+            self._give_slot()
+            raise
+        try:
+            return await self._exchange(connection, request, timeouts)
+        except BaseException:
+            await self._release(connection, reuse=False)
+            raise
+
+    async def aclose(self) -> None:
+        """Close every idle connection; the transport takes no more requests."""
+        self._closed = True
+        idle = [connection for connections in self._idle.values() for connection in connections]
+        self._idle.clear()
+        self._idle_count = 0
+        for connection in idle:
+            await anyio.aclose_forcefully(connection.stream)
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    async def _take_slot(self, request: httpx.Request, timeout: float | None) -> None:
+        """Wait until fewer than ``max_connections`` requests are in flight, then take a slot.
+
+        Raises:
+            httpx.PoolTimeout: no slot came free within ``timeout``.
+        """
+        limit = self._max_active
+        if limit is not None and self._active >= limit:
+            try:
+                with anyio.fail_after(timeout):
+                    while self._active >= limit:
+                        event = anyio.Event()
+                        self._waiters.append(event)
+                        try:
+                            await event.wait()
+                        finally:
+                            if not event.is_set():
+                                self._waiters.remove(event)
+            except TimeoutError as exc:
+                raise httpx.PoolTimeout("timed out waiting for a connection slot",
+                                        request=request) from exc
+        self._active += 1
+
+    def _give_slot(self) -> None:
+        self._active -= 1
+        waiters = self._waiters
+        while waiters:  # every waiter checks again; one of them takes the slot
+            waiters.popleft().set()
+
+    # -- connections ---------------------------------------------------------------------------
+
+    async def _connection_for(self, request: httpx.Request,
+                              timeout: float | None) -> _Connection:
+        """An idle connection to ``request``'s origin that can carry an exchange, or a new one.
+
+        Raises:
+            httpx.ConnectError, httpx.ConnectTimeout: no connection could be opened.
+        """
+        url = request.url
+        scheme = url.raw_scheme
+        origin: _Origin = (scheme, url.host, url.port or (443 if scheme == b"https" else 80))
+        idle = self._idle.get(origin)
+        now = time.monotonic()
+        while idle:
+            connection = idle.pop()
+            self._idle_count -= 1
+            if now - connection.idle_since < self._expiry and not _readable(connection.stream):
+                return connection
+            await anyio.aclose_forcefully(connection.stream)
+        return _Connection(await self._connect(origin, request, timeout), origin)
+
+    async def _connect(self, origin: _Origin, request: httpx.Request,
+                       timeout: float | None) -> anyio.abc.ByteStream:
+        scheme, host, port = origin
+        if scheme not in (b"http", b"https"):
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme.decode()!r}",
+                                            request=request)
+        tls = None
+        if scheme == b"https":
+            tls = self._tls
+            if tls is None:
+                tls = self._tls = httpx.create_ssl_context()
+                tls.set_alpn_protocols(["http/1.1"])
+        try:
+            with anyio.fail_after(timeout):
+                if tls is None:
+                    return await anyio.connect_tcp(host, port)
+                return await anyio.connect_tcp(host, port, ssl_context=tls, tls_hostname=host,
+                                               tls_standard_compatible=False)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}",
+                                       request=request) from exc
+        except (*_IO_ERRORS, anyio.EndOfStream) as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+
+    async def _release(self, connection: _Connection, *, reuse: bool) -> None:
+        """Give the slot back, and ``connection`` to the idle list or closed (step 4). The
+        lists change before the first wait, so releases at the same time keep the limit."""
+        self._give_slot()
+        closing = connection
+        if reuse and not self._closed and self._max_idle != 0:
+            connection.idle_since = time.monotonic()
+            self._idle.setdefault(connection.origin, []).append(connection)
+            self._idle_count += 1
+            if self._max_idle is None or self._idle_count <= self._max_idle:
+                return
+            closing = min((c for cs in self._idle.values() for c in cs),
+                          key=lambda c: c.idle_since)
+            self._idle[closing.origin].remove(closing)
+            self._idle_count -= 1
+        with anyio.CancelScope(shield=True):
+            await anyio.aclose_forcefully(closing.stream)
+
+    # -- one exchange --------------------------------------------------------------------------
+
+    async def _exchange(self, connection: _Connection, request: httpx.Request,
+                        timeouts: dict[str, float | None]) -> httpx.Response:
+        """Write ``request`` and read its response head (module doc, step 2)."""
+        method = request.method.encode("ascii")
+        h11_connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        try:
+            parts = [h11_connection.send(h11.Request(
+                method=method, target=request.url.raw_path, headers=request.headers.raw))]
+            async for part in request.stream:  # type: ignore[union-attr]
+                if part:
+                    parts.append(h11_connection.send(h11.Data(data=part)))
+            parts.append(h11_connection.send(h11.EndOfMessage()))
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+        stream = connection.stream
+        try:
+            with anyio.fail_after(timeouts.get("write")):
+                await stream.send(b"".join(p for p in parts if p is not None))
+        except TimeoutError as exc:
+            raise httpx.WriteTimeout("timed out sending the request", request=request) from exc
+        except _IO_ERRORS as exc:
+            raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from exc
+        head, rest = await self._read_head(h11_connection, stream, request, timeouts.get("read"))
+        framing, length = framing_of(method, head)
+        reader = BodyReader(framing, length, rest)
+        keep_alive = (head.http_version == b"1.1"
+                      and not _asks_to_close(head.headers)
+                      and not _asks_to_close(request.headers.raw))
+        body = ResponseBody(self, connection, reader, request, keep_alive)
+        return httpx.Response(
+            head.status_code, headers=head.headers.raw_items(), stream=body,
+            extensions={"http_version": b"HTTP/" + head.http_version,
+                        "reason_phrase": head.reason, BODY_EXTENSION: body},
+        )
+
+    async def _read_head(self, h11_connection: h11.Connection, stream: anyio.abc.ByteStream,
+                         request: httpx.Request,
+                         timeout: float | None) -> tuple[h11.Response, bytes]:
+        """The final response head (``1xx`` heads skipped) and the bytes after it.
+
+        Raises:
+            httpx.ReadTimeout, httpx.ReadError: as for a body.
+            httpx.RemoteProtocolError: the head is not HTTP/1.1 h11 accepts, longer than
+                ``MAX_HEAD_BYTES``, or the server closed before it was whole.
+        """
+        buffer = b""
+        while True:
+            end = _HEAD_END.search(buffer)
+            if end is None:
+                if len(buffer) > MAX_HEAD_BYTES:
+                    raise httpx.RemoteProtocolError("the response head is too long",
+                                                    request=request)
+                try:
+                    data = await _read(stream, timeout)
+                except TimeoutError as exc:
+                    raise httpx.ReadTimeout("timed out waiting for the response",
+                                            request=request) from exc
+                except _IO_ERRORS as exc:
+                    raise httpx.ReadError(str(exc) or type(exc).__name__,
+                                          request=request) from exc
+                if not data:
+                    raise httpx.RemoteProtocolError(
+                        "Server disconnected without sending a response.", request=request)
+                buffer += data
+                continue
+            h11_connection.receive_data(buffer[:end.end()])
+            buffer = buffer[end.end():]
+            try:
+                event = h11_connection.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            if isinstance(event, h11.Response):
+                return event, buffer
+            if not isinstance(event, h11.InformationalResponse):
+                raise httpx.RemoteProtocolError("the response head is not HTTP/1.1",
+                                                request=request)
+
+
+def _asks_to_close(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a head's ``Connection`` header holds ``close`` (both case-insensitive)."""
+    return any(token.strip().lower() == b"close"
+               for name, value in headers if name.lower() == b"connection"
+               for token in value.split(b","))
+
+
+def own_http_client() -> httpx.AsyncClient:
+    """The ``httpx.AsyncClient`` of an ``AutoLLMClient`` given none: httpx's client with
+    ``Http11Transport`` (``OWN_LIMITS``) as its default transport, the environment's proxies
+    mounted as httpx mounts them, no redirects followed and no timeout of httpx's own (the
+    driver's apply, 08 D22)."""
+    client = httpx.AsyncClient(limits=OWN_LIMITS, follow_redirects=False, timeout=None)
+    # httpx made its own default transport with the TLS context the client's settings give;
+    # the library's transport takes that context and the transport's place.
+    given = client._transport
+    tls = getattr(getattr(given, "_pool", None), "_ssl_context", None)
+    client._transport = Http11Transport(OWN_LIMITS, tls if isinstance(tls, ssl.SSLContext)
+                                        else None)
+    return client
