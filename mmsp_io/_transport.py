@@ -86,6 +86,8 @@ def _readable(stream: anyio.abc.ByteStream) -> bool:
     sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
     if sock is None or sock.fileno() < 0:
         return True
+    if not hasattr(select, "poll"):  # Windows: no poll, and no limit on select's descriptors
+        return bool(select.select([sock], [], [], 0)[0])
     poller = select.poll()
     poller.register(sock, select.POLLIN)
     return bool(poller.poll(0))
@@ -310,7 +312,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
         """
         url = request.url
         scheme = url.raw_scheme
-        origin: _Origin = (scheme, url.host, url.port or (443 if scheme == b"https" else 80))
+        host = url.raw_host.decode("ascii")  # an internationalized name in its IDNA form
+        origin: _Origin = (scheme, host, url.port or (443 if scheme == b"https" else 80))
         idle = self._idle.get(origin)
         now = time.monotonic()
         while idle:

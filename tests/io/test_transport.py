@@ -51,7 +51,7 @@ import adapters
 from mmsp_core.model import TextDone, UniEvent, UniMessage
 from mmsp_core.sse import SSEDecoder
 from mmsp_io import AutoLLMClient, MMSPError, Timeouts
-from mmsp_io._transport import BODY_EXTENSION, MAX_HEAD_BYTES, Http11Transport
+from mmsp_io._transport import BODY_EXTENSION, MAX_HEAD_BYTES, Http11Transport, own_http_client
 from mmsp_io.simulator import Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
@@ -827,6 +827,18 @@ def auto_client(sim: Simulator, protocol: str, tmp_path: Path,
 async def collect(stream: AsyncIterator[UniEvent]) -> list[UniEvent]:
     async with aclosing(stream) as events:  # type: ignore[type-var]
         return [event async for event in events]
+
+
+def test_the_environments_proxy_keeps_httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy the environment names is reached through httpx's own transport (the library's
+    speaks to origins only), and the library's takes the TLS context httpx made for it."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    client = own_http_client()
+    assert type(client._transport_for_url(httpx.URL("https://provider.test/"))) is (
+        httpx.AsyncHTTPTransport)
+    transport = client._transport_for_url(httpx.URL("http://provider.test/"))
+    assert isinstance(transport, Http11Transport)
+    assert isinstance(transport._tls, ssl.SSLContext)
 
 
 async def test_the_client_the_library_builds_uses_the_transport_and_a_callers_is_kept(
