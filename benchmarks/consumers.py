@@ -140,6 +140,30 @@ async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
 
 
 @contextlib.asynccontextmanager
+async def _transport(url: str, body: Body) -> AsyncIterator[Pass]:
+    """The floor of the library's own transport: the body read as the driver reads it (the
+    transport's iterator, ``BODY_EXTENSION``), nothing done with it."""
+    from mmsp_io._transport import BODY_EXTENSION, own_http_client
+
+    first_content = body.first_content_bytes
+    async with own_http_client() as http:
+
+        async def one(mark: Callable[[], None]) -> tuple[int, str]:
+            total = 0
+            previous = last = b""
+            async with http.stream("POST", url + "/raw", json=REQUEST) as response:
+                async for chunk in response.extensions[BODY_EXTENSION]:
+                    if total < first_content <= total + len(chunk):
+                        mark()
+                    total += len(chunk)
+                    previous, last = last, chunk
+            tail = (previous + last)[-bodies.TAIL:].hex()
+            return total, "stop" if tail == body.tail else "a cut body"
+
+        yield one
+
+
+@contextlib.asynccontextmanager
 async def _lines(url: str, body: Body) -> AsyncIterator[Pass]:
     import httpx
 
@@ -384,6 +408,8 @@ CONSUMERS: Final = {
     c.name: c
     for c in (
         Consumer("floor", "floor: httpx `stream` + `aiter_bytes`", _floor, "asyncio", "bytes"),
+        Consumer("transport", "the library's transport: its body iterator (builds nothing)",
+                 _transport, "asyncio", "bytes"),
         Consumer("lines", "`aiter_lines` + `json.loads` (builds nothing)", _lines, "asyncio",
                  "lines"),
         Consumer("pipeline", "this library, pure pipeline over `aiter_bytes`, orjson", _pipeline,

@@ -61,7 +61,8 @@ def test_every_body_carries_n_fragments_and_its_lines(built: tuple[Path, list[Bo
 
 @pytest.mark.parametrize("chunking", bodies.CHUNKINGS)
 @pytest.mark.parametrize(
-    "consumer", ["floor", "lines", "pipeline", "client-asyncio", "client-trio", "memory"]
+    "consumer",
+    ["floor", "transport", "lines", "pipeline", "client-asyncio", "client-trio", "memory"],
 )
 def test_each_consumer_reads_the_whole_body(
     built: tuple[Path, list[Body]], origin: str, consumer: str, chunking: str
@@ -74,7 +75,9 @@ def test_each_consumer_reads_the_whole_body(
             assert all(0 < r["first"] <= r["wall"] for r in result["runs"])
 
 
-@pytest.mark.parametrize("consumer", ["floor", "lines", "pipeline", "client-trio", "memory"])
+@pytest.mark.parametrize(
+    "consumer", ["floor", "transport", "lines", "pipeline", "client-trio", "memory"]
+)
 def test_a_wrong_count_is_caught(
     built: tuple[Path, list[Body]], origin: str, consumer: str
 ) -> None:
@@ -92,7 +95,7 @@ def test_a_missing_stop_is_caught(built: tuple[Path, list[Body]], origin: str) -
         consumers.verify("deltas", body, body.n, "delta")
     # The floor and aiter_lines know the end by the body's last bytes and last line.
     cut = dataclasses.replace(body, tail="00" * 8, last_data="{}")
-    for consumer in ("floor", "lines"):
+    for consumer in ("floor", "transport", "lines"):
         with pytest.raises(consumers.ConsumptionError, match="not the stop"):
             consumers.run(consumer, origin, cut, "event", 1)
 
