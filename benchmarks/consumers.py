@@ -117,24 +117,31 @@ def body_url(origin: str, body: Body, chunking: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+async def _count_bytes(chunks: AsyncIterator[bytes], body: Body,
+                       mark: Callable[[], None]) -> tuple[int, str]:
+    """Read ``chunks`` and do nothing with them but count them (a floor): (bytes, whether the
+    body's last bytes came last); ``mark`` at the bytes of the first content."""
+    first_content = body.first_content_bytes
+    total = 0
+    previous = last = b""
+    async for chunk in chunks:
+        if total < first_content <= total + len(chunk):
+            mark()
+        total += len(chunk)
+        previous, last = last, chunk
+    tail = (previous + last)[-bodies.TAIL:].hex()
+    return total, "stop" if tail == body.tail else "a cut body"
+
+
 @contextlib.asynccontextmanager
 async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
     import httpx
 
-    first_content = body.first_content_bytes
     async with httpx.AsyncClient(timeout=None) as http:
 
         async def one(mark: Callable[[], None]) -> tuple[int, str]:
-            total = 0
-            previous = last = b""
             async with http.stream("POST", url + "/raw", json=REQUEST) as response:
-                async for chunk in response.aiter_bytes():
-                    if total < first_content <= total + len(chunk):
-                        mark()
-                    total += len(chunk)
-                    previous, last = last, chunk
-            tail = (previous + last)[-bodies.TAIL:].hex()
-            return total, "stop" if tail == body.tail else "a cut body"
+                return await _count_bytes(response.aiter_bytes(), body, mark)
 
         yield one
 
@@ -145,20 +152,11 @@ async def _transport(url: str, body: Body) -> AsyncIterator[Pass]:
     transport's iterator, ``BODY_EXTENSION``), nothing done with it."""
     from mmsp_io._transport import BODY_EXTENSION, own_http_client
 
-    first_content = body.first_content_bytes
     async with own_http_client() as http:
 
         async def one(mark: Callable[[], None]) -> tuple[int, str]:
-            total = 0
-            previous = last = b""
             async with http.stream("POST", url + "/raw", json=REQUEST) as response:
-                async for chunk in response.extensions[BODY_EXTENSION]:
-                    if total < first_content <= total + len(chunk):
-                        mark()
-                    total += len(chunk)
-                    previous, last = last, chunk
-            tail = (previous + last)[-bodies.TAIL:].hex()
-            return total, "stop" if tail == body.tail else "a cut body"
+                return await _count_bytes(response.extensions[BODY_EXTENSION], body, mark)
 
         yield one
 
