@@ -144,6 +144,11 @@ class BodyReader:
         return (self._framing != UNTIL_CLOSE and not self._eof and not self.trailing
                 and self._finished())
 
+    @property
+    def can_end(self) -> bool:
+        """Whether the body can still end by its framing (not by the connection closing)."""
+        return self._framing != UNTIL_CLOSE and not self._eof
+
     def _finished(self) -> bool:
         if self._framing == CHUNKED:
             return self._state == _DONE

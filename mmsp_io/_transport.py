@@ -28,10 +28,16 @@ Theory of operation:
    to the body) only when the reader needs data. The driver takes it from the response's
    extension ``BODY_EXTENSION`` and skips httpx's wrapper of it.
 4. Closing the body gives the slot back and the connection to the idle list when the body
-   ended by its framing with nothing after it (bytes received but not yet read count: the
-   driver closes a stream at its terminal event, usually with the body's end in hand) and
-   keep-alive was not refused (``Connection:
-   close``, HTTP/1.0); otherwise the connection is closed. At most ``max_keepalive`` idle
+   ended by its framing with nothing after it (bytes received but not yet read count) and
+   keep-alive was not refused (``Connection: close``, HTTP/1.0). A body closed before its end
+   (a cancelled or abandoned stream) closes its connection at once, so the server sees the
+   caller leave. One the caller marked ``linger`` (the driver does, once its pipeline has seen
+   the protocol's terminal event, 08 D56) first reads on to the end of the body, at most
+   ``FINISH_BYTES`` within ``FINISH_SECONDS``: that end usually follows the terminal event at
+   once, often in a TLS record of its own that no read has decoded yet, and reading it lets
+   the next request (an agent's next turn) reuse the connection instead of opening a new one
+   with a new TLS handshake. A server that keeps the socket open after its last event costs
+   those few milliseconds, then the connection is closed. At most ``max_keepalive`` idle
    connections are kept; past that the oldest is closed.
 
 Failures are httpx's exceptions, as httpx's own transport raises them: ``ConnectError`` /
@@ -66,6 +72,10 @@ BODY_EXTENSION: Final = "mmsp_io.body"
 #: get going at once (issue 9); past 1,600 a request waits for a slot.
 OWN_LIMITS: Final = httpx.Limits(max_connections=1_600, max_keepalive_connections=20,
                                  keepalive_expiry=30.0)
+#: A lingering body (module doc, step 4) is read on to its end for at most this long and this
+#: many bytes of body when it is closed; else its connection is closed.
+FINISH_SECONDS: Final = 0.02
+FINISH_BYTES: Final = 64 * 1024
 #: The most bytes asked of the socket at once.
 READ_SIZE: Final = 64 * 1024
 #: The longest response head read (httpcore's limit).
@@ -93,6 +103,32 @@ def _readable(stream: anyio.abc.ByteStream) -> bool:
     return bool(poller.poll(0))
 
 
+async def _finish(stream: anyio.abc.ByteStream, reader: BodyReader) -> bool:
+    """Read ``stream`` on to the end of ``reader``'s body within ``FINISH_SECONDS`` and
+    ``FINISH_BYTES`` (module doc, step 4); say whether the connection can then carry another
+    exchange."""
+    handed_out = 0
+    with anyio.move_on_after(FINISH_SECONDS):
+        while True:
+            try:
+                chunk = reader.next_chunk()
+            except BodyError:
+                return False
+            if chunk is END:
+                return reader.reusable
+            if chunk is NEED_DATA:
+                try:
+                    data = await stream.receive(READ_SIZE)
+                except (anyio.EndOfStream, *_IO_ERRORS):
+                    return False
+                reader.receive_data(data)
+            else:
+                handed_out += len(chunk)  # type: ignore[arg-type]
+                if handed_out > FINISH_BYTES:
+                    return False
+    return False
+
+
 @final
 class _Connection:
     """One socket to an origin, and when it last went idle (``time.monotonic``)."""
@@ -118,7 +154,7 @@ class ResponseBody(httpx.AsyncByteStream):
     """
 
     __slots__ = ("_connection", "_keep_alive", "_reader", "_request", "_started", "_timeout",
-                 "_transport")
+                 "_transport", "linger")
 
     def __init__(self, transport: Http11Transport, connection: _Connection, reader: BodyReader,
                  request: httpx.Request, keep_alive: bool) -> None:
@@ -130,6 +166,9 @@ class ResponseBody(httpx.AsyncByteStream):
         #: The read timeout of the body, looked up at its first read (module doc, step 3).
         self._timeout: float | None = None
         self._started = False
+        #: Set by a caller that has all it wants of the body: closing it before its end then
+        #: reads on to that end, briefly, to keep the connection (module doc, step 4).
+        self.linger = False
 
     def __aiter__(self) -> ResponseBody:
         return self
@@ -168,26 +207,35 @@ class ResponseBody(httpx.AsyncByteStream):
             self._reader.receive_eof()
 
     async def aclose(self) -> None:
-        """Release the connection: back to the pool when it can carry another exchange,
-        closed otherwise. Closing twice does nothing more."""
+        """Release the connection: back to the pool when it can carry another exchange (a
+        ``linger`` body first read on to its end, briefly), closed otherwise. Closing twice
+        does nothing more."""
         connection = self._connection
         if connection is None:
             return
         self._connection = None
-        await self._transport._release(connection, reuse=self._keep_alive and self._ended())
-
-    def _ended(self) -> bool:
-        """Whether the body has ended by its framing with nothing after it, reading on through
-        what was received but not read (a stream closed at its terminal event usually holds
-        the end of the body already), never the socket."""
-        reader = self._reader
+        reuse = False
         try:
-            while (chunk := reader.next_chunk()) is not END:
-                if chunk is NEED_DATA:
-                    return False
-        except BodyError:
-            return False
-        return reader.reusable
+            if self._keep_alive:
+                ended = _read_to_end(self._reader)
+                if ended is None and self.linger:
+                    ended = await _finish(connection.stream, self._reader)
+                reuse = ended is True
+        finally:
+            await self._transport._release(connection, reuse=reuse)
+
+
+def _read_to_end(reader: BodyReader) -> bool | None:
+    """Read on through what ``reader`` has received (never the socket): ``True`` when the body
+    has ended by its framing with nothing after it, ``None`` when the rest is still to come,
+    ``False`` when the connection cannot carry another exchange."""
+    try:
+        while (chunk := reader.next_chunk()) is not END:
+            if chunk is NEED_DATA:
+                return None if reader.can_end else False
+    except BodyError:
+        return False
+    return reader.reusable
 
 
 async def _read(stream: anyio.abc.ByteStream, timeout: float | None) -> bytes:

@@ -80,7 +80,7 @@ from mmsp_core.model import UniEvent
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
 
-from ._transport import BODY_EXTENSION, Http11Transport
+from ._transport import BODY_EXTENSION, Http11Transport, ResponseBody
 
 __all__ = [
     "ERROR_PREVIEW_BYTES",
@@ -109,7 +109,8 @@ _CLOSE_SECONDS: Final = 5.0
 
 _T = TypeVar("_T")
 
-#: Transports known to bound every socket read by the request's read timeout (httpcore's).
+#: Transports known to bound every socket read by the request's read timeout (httpcore's and
+#: the library's).
 _TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, Http11Transport})
 
 
@@ -465,6 +466,8 @@ class _Body:
             if event is not NEED_DATA:
                 return event
             if pipeline.finished:  # the terminal event came (08 D56)
+                if isinstance(self.chunks, ResponseBody):  # its connection may be reused
+                    self.chunks.linger = True
                 await _close(self.response, self.chunks)
                 pipeline.receive_eof()
                 continue

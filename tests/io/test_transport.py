@@ -457,6 +457,69 @@ async def test_a_stream_closed_after_its_last_data_is_reused_when_its_end_arrive
     assert server.connections == ([1, 1] if end_with_data else [1, 2])
 
 
+def lingering(response: httpx.Response) -> None:
+    """Mark ``response``'s body as the driver marks it at its protocol's terminal event."""
+    response.extensions[BODY_EXTENSION].linger = True
+
+
+@pytest.mark.parametrize("shape", ["chunked", "content-length"])
+async def test_a_lingering_stream_reads_on_to_its_end_and_is_reused(shape: str) -> None:
+    """A stream closed at its terminal event before the end of its body arrived reads on to
+    that end (written separately, at once) and its connection is reused."""
+    event = b"data: [DONE]\n\n"
+    first: Answer = (
+        [CHUNKED_HEAD + chunk(event), 0.0, LAST_CHUNK] if shape == "chunked"
+        else [head(f"content-length: {len(event) + 6}") + event, 0.0, b": end\n"]
+    )
+    transport = Http11Transport(limits())
+    async with serving(first, [OK]) as server, client_of(transport) as client:
+        async with client.stream("GET", server.url("/a")) as response:
+            assert await next_piece(response) == event
+            lingering(response)
+        assert (transport.active, transport.idle) == (0, 1)
+        assert (await client.get(server.url("/b"))).content == b"ok"
+        assert (transport.active, transport.idle) == (0, 1)
+    assert server.connections == [1, 1]
+
+
+@pytest.mark.parametrize("rest", [
+    pytest.param([5.0], id="the-end-never-comes"),
+    pytest.param([b"5\r\nmore!\r\n" * 20_000, 5.0], id="more-body-than-is-read"),
+    pytest.param([b"0\r\n\r\nHTTP/1.1 200 OK\r\n"], id="bytes-after-the-end"),
+    pytest.param([b"zz\r\n"], id="a-broken-end"),
+])
+async def test_a_lingering_stream_whose_body_does_not_end_cleanly_is_closed(
+    rest: list[Step],
+) -> None:
+    """A lingering stream whose body does not end within ``FINISH_SECONDS`` and
+    ``FINISH_BYTES``, or ends with bytes after it, or broken, closes its connection, without
+    waiting long."""
+    transport = Http11Transport(limits())
+    answer: Answer = [CHUNKED_HEAD + chunk(b"data: [DONE]\n\n"), 0.0, *rest]
+    async with serving(answer, [OK]) as server, client_of(transport) as client:
+        async with client.stream("GET", server.url("/a")) as response:
+            await next_piece(response)
+            lingering(response)
+            started = time.monotonic()
+        assert time.monotonic() - started < 1.0
+        assert (transport.active, transport.idle) == (0, 0)
+        assert (await client.get(server.url("/b"))).content == b"ok"
+    assert server.connections == [1, 2]
+
+
+async def test_an_abandoned_stream_closes_its_connection_at_once() -> None:
+    """Without ``linger`` (a cancelled or aborted stream) the connection is closed when the
+    body is, without reading on: the server sees the caller leave, and stops generating."""
+    transport = Http11Transport(limits())
+    answer: Answer = [CHUNKED_HEAD + chunk(b"data: one\n\n"), 0.2, LAST_CHUNK]
+    async with serving(answer, [OK]) as server, client_of(transport) as client:
+        async with client.stream("GET", server.url("/a")) as response:
+            await next_piece(response)
+        assert (transport.active, transport.idle) == (0, 0)
+        assert (await client.get(server.url("/b"))).content == b"ok"
+    assert server.connections == [1, 2]
+
+
 async def test_a_counted_body_closed_once_whole_is_reused() -> None:
     transport = Http11Transport(limits())
     async with serving([OK]) as server, client_of(transport) as client:
@@ -865,12 +928,17 @@ async def test_sequential_streams_end_to_end(protocol: str, tmp_path: Path) -> N
     async with Simulator.running() as sim, auto_client(sim, protocol, tmp_path) as client:
         transport = client._http._transport
         assert isinstance(transport, Http11Transport)
+        sockets = []
         for _ in range(3):
             try:
                 events = await collect(client.streaming_response([QUESTION], None))
             except MMSPError as exc:  # pragma: no cover - reported as the failure
                 pytest.fail(f"the stream failed: {exc!r}")
             assert events[-1].event_type == "stop"
-            assert transport.active == 0
-            assert transport.idle <= 1  # sequential calls never need two connections
+            assert (transport.active, transport.idle) == (0, 1)
+            [[connection]] = transport._idle.values()
+            sockets.append(connection.stream)
     assert len(sim.requests) == 3
+    # The driver closes each stream at its terminal event; the simulator writes the end of the
+    # body after it, which the closing stream reads on to: the next call reuses the connection.
+    assert all(socket is sockets[0] for socket in sockets)
