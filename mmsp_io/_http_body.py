@@ -40,6 +40,7 @@ from typing import Final, final
 import h11
 
 __all__ = [
+    "BLANK_LINE",
     "CHUNKED",
     "END",
     "LENGTH",
@@ -86,8 +87,8 @@ _DONE: Final = 4
 
 #: A chunk-size line without its CRLF, as h11 reads it.
 _CHUNK_SIZE: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
-#: The end of a trailer section, as h11 finds it.
-_BLANK_LINE: Final = re.compile(rb"\n\r?\n")
+#: The blank line that ends a head or a trailer section, as h11 finds it.
+BLANK_LINE: Final = re.compile(rb"\n\r?\n")
 
 
 class BodyError(Exception):
@@ -141,8 +142,7 @@ class BodyReader:
     def reusable(self) -> bool:
         """Whether the connection can carry another exchange: the body ended by its framing,
         not by the connection closing, and nothing followed it."""
-        return (self._framing != UNTIL_CLOSE and not self._eof and not self.trailing
-                and self._finished())
+        return self.can_end and not self.trailing and self._finished()
 
     @property
     def can_end(self) -> bool:
@@ -255,7 +255,7 @@ class BodyReader:
             end = position + 1
         else:
             # A blank line may start in the last two bytes already searched.
-            blank = _BLANK_LINE.search(buffer, max(position, self._scan - 2))
+            blank = BLANK_LINE.search(buffer, max(position, self._scan - 2))
             if blank is None:
                 self._scan = len(buffer)
                 return self._need(len(buffer) - position)

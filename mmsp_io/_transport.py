@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import collections
 import math
-import re
 import select
 import ssl
 import time
@@ -62,7 +61,7 @@ import anyio.abc
 import h11
 import httpx
 
-from ._http_body import END, NEED_DATA, BodyError, BodyReader, framing_of
+from ._http_body import BLANK_LINE, END, NEED_DATA, BodyError, BodyReader, framing_of
 
 __all__ = ["BODY_EXTENSION", "OWN_LIMITS", "Http11Transport", "ResponseBody", "own_http_client"]
 
@@ -80,8 +79,6 @@ FINISH_BYTES: Final = 64 * 1024
 READ_SIZE: Final = 64 * 1024
 #: The longest response head read (httpcore's limit).
 MAX_HEAD_BYTES: Final = 100 * 1024
-#: Where a response head ends, as h11 finds it.
-_HEAD_END: Final = re.compile(rb"\n\r?\n")
 #: Socket and TLS failures of a read or a write.
 _IO_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError,
                      ssl.SSLError)
@@ -103,12 +100,14 @@ def _readable(stream: anyio.abc.ByteStream) -> bool:
     return bool(poller.poll(0))
 
 
-async def _finish(stream: anyio.abc.ByteStream, reader: BodyReader) -> bool:
-    """Read ``stream`` on to the end of ``reader``'s body within ``FINISH_SECONDS`` and
-    ``FINISH_BYTES`` (module doc, step 4); say whether the connection can then carry another
-    exchange."""
+async def _read_to_end(stream: anyio.abc.ByteStream, reader: BodyReader, *,
+                      wait: bool) -> bool:
+    """Read on to the end of ``reader``'s body through what was received and, when ``wait``,
+    from ``stream`` within ``FINISH_SECONDS`` and ``FINISH_BYTES`` (module doc, step 4); say
+    whether the body ended by its framing with nothing after it, so that the connection can
+    carry another exchange."""
     handed_out = 0
-    with anyio.move_on_after(FINISH_SECONDS):
+    with anyio.move_on_after(FINISH_SECONDS if wait else math.inf):
         while True:
             try:
                 chunk = reader.next_chunk()
@@ -116,16 +115,18 @@ async def _finish(stream: anyio.abc.ByteStream, reader: BodyReader) -> bool:
                 return False
             if chunk is END:
                 return reader.reusable
-            if chunk is NEED_DATA:
+            if chunk is not NEED_DATA:
+                handed_out += len(chunk)  # type: ignore[arg-type]
+                if wait and handed_out > FINISH_BYTES:
+                    return False
+            elif not (wait and reader.can_end):
+                return False
+            else:
                 try:
                     data = await stream.receive(READ_SIZE)
                 except (anyio.EndOfStream, *_IO_ERRORS):
                     return False
                 reader.receive_data(data)
-            else:
-                handed_out += len(chunk)  # type: ignore[arg-type]
-                if handed_out > FINISH_BYTES:
-                    return False
     return False
 
 
@@ -194,13 +195,7 @@ class ResponseBody(httpx.AsyncByteStream):
         if not self._started:
             self._started = True
             self._timeout = self._request.extensions.get("timeout", {}).get("read")
-        try:
-            data = await _read(connection.stream, self._timeout)
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout("timed out reading the body", request=self._request) from exc
-        except _IO_ERRORS as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__,
-                                  request=self._request) from exc
+        data = await _read(connection.stream, self._timeout, self._request, "the body")
         if data:
             self._reader.receive_data(data)
         else:
@@ -216,33 +211,19 @@ class ResponseBody(httpx.AsyncByteStream):
         self._connection = None
         reuse = False
         try:
-            if self._keep_alive:
-                ended = _read_to_end(self._reader)
-                if ended is None and self.linger:
-                    ended = await _finish(connection.stream, self._reader)
-                reuse = ended is True
+            reuse = self._keep_alive and await _read_to_end(connection.stream, self._reader,
+                                                            wait=self.linger)
         finally:
             await self._transport._release(connection, reuse=reuse)
 
 
-def _read_to_end(reader: BodyReader) -> bool | None:
-    """Read on through what ``reader`` has received (never the socket): ``True`` when the body
-    has ended by its framing with nothing after it, ``None`` when the rest is still to come,
-    ``False`` when the connection cannot carry another exchange."""
-    try:
-        while (chunk := reader.next_chunk()) is not END:
-            if chunk is NEED_DATA:
-                return None if reader.can_end else False
-    except BodyError:
-        return False
-    return reader.reusable
-
-
-async def _read(stream: anyio.abc.ByteStream, timeout: float | None) -> bytes:
+async def _read(stream: anyio.abc.ByteStream, timeout: float | None,
+                request: httpx.Request, waiting_for: str) -> bytes:
     """The next bytes of ``stream`` (``b""`` at its end), within ``timeout`` seconds.
 
     Raises:
-        TimeoutError: nothing came within ``timeout``.
+        httpx.ReadTimeout: nothing came within ``timeout`` (while ``waiting_for`` that).
+        httpx.ReadError: the socket failed.
     """
     try:
         if timeout is None:
@@ -251,6 +232,10 @@ async def _read(stream: anyio.abc.ByteStream, timeout: float | None) -> bytes:
             return await stream.receive(READ_SIZE)
     except anyio.EndOfStream:
         return b""
+    except TimeoutError as exc:
+        raise httpx.ReadTimeout(f"timed out waiting for {waiting_for}", request=request) from exc
+    except _IO_ERRORS as exc:
+        raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
 
 
 @final
@@ -463,19 +448,12 @@ class Http11Transport(httpx.AsyncBaseTransport):
         """
         buffer = b""
         while True:
-            end = _HEAD_END.search(buffer)
+            end = BLANK_LINE.search(buffer)
             if end is None:
                 if len(buffer) > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("the response head is too long",
                                                     request=request)
-                try:
-                    data = await _read(stream, timeout)
-                except TimeoutError as exc:
-                    raise httpx.ReadTimeout("timed out waiting for the response",
-                                            request=request) from exc
-                except _IO_ERRORS as exc:
-                    raise httpx.ReadError(str(exc) or type(exc).__name__,
-                                          request=request) from exc
+                data = await _read(stream, timeout, request, "the response")
                 if not data:
                     raise httpx.RemoteProtocolError(
                         "Server disconnected without sending a response.", request=request)
