@@ -8,6 +8,7 @@ step raises; outside cancellation propagates untouched.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,10 @@ HELLO = adapters.render("openai-responses", [TextDone("Hello world")],
                         UsageMetadata(0, 5, None, 2), "stop", fragment_size=4)
 FIRST_DELTA = HELLO[: HELLO.rindex(b"\n\n", 0, HELLO.index(b"o wo")) + 2]
 USER = {"role": "user", "content_items": [{"type": "text.done", "text": "Hi"}]}
-#: An abort must take effect well within this (the stalls below last 30 s).
-PROMPTLY = 5.0
+#: The stalls below never end: an abort that does not interrupt a pending read hangs the test,
+#: which this guard turns into a failure (it bounds a hang; it measures nothing, 08 D80).
+HANG_GUARD = 60.0
+FOREVER = math.inf
 
 
 def client_for(
@@ -55,15 +58,13 @@ async def abort_soon(signal: AbortSignal, reason: str, delay: float = 0.1) -> No
     signal.abort(reason)
 
 
-async def raises_aborted_promptly(step: Awaitable[Any], signal: AbortSignal,
-                                  reason: str) -> AbortedError:
+async def raises_aborted(step: Awaitable[Any], signal: AbortSignal, reason: str) -> AbortedError:
     """Await ``step`` while another task aborts ``signal``; return the ``AbortedError``."""
-    started = anyio.current_time()
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(abort_soon, signal, reason)
-        with pytest.raises(AbortedError) as caught:
-            await step
-    assert anyio.current_time() - started < PROMPTLY
+    with anyio.fail_after(HANG_GUARD):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(abort_soon, signal, reason)
+            with pytest.raises(AbortedError) as caught:
+                await step
     assert (caught.value.client, caught.value.reason) == ("openai-responses", reason)
     return caught.value
 
@@ -82,7 +83,7 @@ def test_abort_is_idempotent_and_the_first_reason_wins() -> None:
 
 async def test_wait_returns_once_aborted() -> None:
     signal = AbortSignal()
-    with anyio.fail_after(PROMPTLY):
+    with anyio.fail_after(HANG_GUARD):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(abort_soon, signal, "done")
             await signal.wait()
@@ -108,27 +109,27 @@ async def test_an_aborted_signal_stops_the_call_before_any_request() -> None:
 
 async def test_abort_while_waiting_for_the_response_headers() -> None:
     async def stall(request: httpx.Request) -> httpx.Response:
-        await anyio.sleep(30)
+        await anyio.sleep_forever()
         return httpx.Response(200, stream=Body(HELLO))
 
     client, _ = client_for(handler=stall)
     signal = AbortSignal()
     stream = client.streaming_response([USER], None, signal)
-    await raises_aborted_promptly(anext(stream), signal, "user left")
+    await raises_aborted(anext(stream), signal, "user left")
 
 
 async def test_abort_while_waiting_for_bytes_cancels_the_read_and_closes_the_response() -> None:
-    body = Body(FIRST_DELTA, 30.0, HELLO[len(FIRST_DELTA):])
+    body = Body(FIRST_DELTA, FOREVER, HELLO[len(FIRST_DELTA):])
     client, _ = client_for(body)
     signal = AbortSignal()
     stream = client.streaming_response([USER], None, signal)
     await anext(stream)
-    await raises_aborted_promptly(anext(stream), signal, "user left")
+    await raises_aborted(anext(stream), signal, "user left")
     assert body.closed
 
 
 async def test_abort_from_another_thread() -> None:
-    body = Body(FIRST_DELTA, 30.0)
+    body = Body(FIRST_DELTA, FOREVER)
     client, _ = client_for(body)
     signal = AbortSignal()
     stream = client.streaming_response([USER], None, signal)
@@ -142,7 +143,7 @@ async def test_abort_from_another_thread() -> None:
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(abort_from_a_thread)
-        with anyio.fail_after(PROMPTLY), pytest.raises(AbortedError):
+        with anyio.fail_after(HANG_GUARD), pytest.raises(AbortedError):
             await anext(stream)
     assert signal.reason == "thread"
     assert body.closed
@@ -169,8 +170,8 @@ async def test_abort_during_a_retry_pause() -> None:
 
     client, _ = client_for(handler=busy)
     signal = AbortSignal()
-    await raises_aborted_promptly(anext(client.streaming_response([USER], None, signal)),
-                                  signal, "stop retrying")
+    await raises_aborted(anext(client.streaming_response([USER], None, signal)), signal,
+                         "stop retrying")
     assert len(requests) == 1
 
 
@@ -191,7 +192,7 @@ async def test_an_abort_landing_at_the_stop_yields_no_stop_and_records_nothing(
 
 
 async def test_an_aborted_call_in_flight_does_not_block_the_next_stateful_call() -> None:
-    client, _ = client_for(Body(FIRST_DELTA, 30.0), Body(HELLO))
+    client, _ = client_for(Body(FIRST_DELTA, FOREVER), Body(HELLO))
     signal = AbortSignal()
     first = client.streaming_response_stateful(USER, None, signal)
     await anext(first)
@@ -204,7 +205,7 @@ async def test_an_aborted_call_in_flight_does_not_block_the_next_stateful_call()
 
 
 async def test_outside_cancellation_is_not_an_abort() -> None:
-    body = Body(FIRST_DELTA, 30.0)
+    body = Body(FIRST_DELTA, FOREVER)
     client, _ = client_for(body)
     signal = AbortSignal()
     with anyio.move_on_after(0.2) as scope:

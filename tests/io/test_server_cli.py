@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,14 +103,12 @@ def test_serve_announces_itself_streams_and_stops_on_sigterm(
             events = parse_sse(answer.content)
             assert events[-1] == "[DONE]"
             assert events[-2]["finish_reason"] == "stop"
-            started = time.monotonic()
             process.send_signal(signal.SIGTERM)
             out, err = process.communicate(timeout=10)
         finally:
             process.kill()
             process.wait()
     assert process.returncode == 0, err
-    assert time.monotonic() - started < 5
     assert "Shutting down" in out
     assert err == ""
 

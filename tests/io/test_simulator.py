@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import anyio
@@ -13,6 +12,7 @@ import pytest
 
 import adapters
 from mmsp_core.model import FinishReason, TextDone, ThinkingDone, ToolCallDone
+from mmsp_io import httpserver
 from mmsp_io.simulator import (
     RecordedRequest,
     Reply,
@@ -263,14 +263,27 @@ async def test_keepalive_comments_flow_while_stalled() -> None:
             await sim.wait_disconnects(1)
 
 
-async def test_delay_is_spent_before_every_write() -> None:
+async def test_delay_is_spent_before_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk is written after a wait of ``delay``: checked by the order of the waits and
+    the writes the simulator asks for, never by a clock (08 D80)."""
+    steps: list[object] = []
+    real_sleep, real_send = anyio.sleep, httpserver.Response.send
+
+    async def sleep(delay: float) -> None:
+        steps.append(delay)
+        await real_sleep(delay)
+
+    async def send(self: httpserver.Response, data: bytes) -> None:
+        steps.append(len(data))
+        await real_send(self, data)
+
+    monkeypatch.setattr(anyio, "sleep", sleep)
+    monkeypatch.setattr(httpserver.Response, "send", send)
     async with Simulator.running(Reply(body=BODY), chunk_size=40, delay=0.02) as sim:
-        started = time.monotonic()
         response = await post(sim, "/v1/messages", ANTHROPIC)
-        elapsed = time.monotonic() - started
-    writes = -(-len(BODY) // 40)
+    sizes = [len(BODY[i : i + 40]) for i in range(0, len(BODY), 40)]
     assert response.content == BODY
-    assert elapsed >= writes * 0.02
+    assert steps == [step for size in sizes for step in (0.02, size)]
 
 
 async def test_one_connection_serves_several_requests() -> None:
