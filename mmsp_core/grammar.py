@@ -16,6 +16,14 @@ raises what that returns. ``mmsp_core.testing.assert_stream_grammar`` raises ``A
 the mmsp client's: it hands every delta event on unchanged, ``created_at`` as given (it stamps
 nothing, so the clock is unused), keeps the stop for ``close()``, and raises
 ``MalformedEventError`` at the first event that breaks the grammar: the server's fault (08 D59).
+A server that sends a surrogate code point (a JSON ``\\ud83d`` escape) is repaired as
+``StreamItems`` repairs a provider's (08 D55), so that every event it hands on encodes as
+UTF-8: a fragment's trailing high surrogate is held back for the group's next fragment (a pair
+split across two events becomes one character), any other surrogate in any string field,
+fidelity or parsed arguments becomes U+FFFD, and a surrogate still held when the group closes
+goes out as one more U+FFFD fragment before the ``.done``. The grammar compares a ``.done``
+with its fragments as they would be repaired (a ``.done`` whose JSON joined the pair the
+fragments split is no fault), so the repair never turns a valid stream into a malformed one.
 What the open group holds is bounded as ``StreamItems`` bounds an item (08 D18): its joined
 size by ``max_item_size`` (``StreamLimitError`` past it), its fragments' overhead by joining
 every run of them into one piece.
@@ -31,10 +39,13 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import attrs
+
 from . import jsonlib
+from ._construct import delta_event
 from .errors import IncompleteStreamError, MalformedEventError, StreamLimitError
-from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE, ClientEvent
-from .kinds import KINDS, Fragment, Kind
+from .items import _COMPACT_EVERY, DEFAULT_MAX_ITEM_SIZE, ClientEvent, _repair
+from .kinds import KINDS, SURROGATE, Fragment, Kind, repair_surrogates, replace_lone_surrogates
 from .model import FinishReason, UniEvent, UsageMetadata
 
 __all__ = ["PassThrough", "StreamGrammar"]
@@ -61,7 +72,9 @@ class StreamGrammar:
     every event; no ``item_id`` in fidelity; at most one fragment per group with fidelity, equal
     to the ``.done``'s; name and id on the first ``tool_call.delta`` only (08 D29); every
     ``.done`` equal to the join of its fragments (arguments parsed, name, id and ``mime_type``
-    those of the first fragment); no group left open.
+    those of the first fragment); no group left open. Text and arguments are compared as
+    08 D55 repairs them: a surrogate pair, split or joined, is its character, and a lone
+    surrogate (one a JSON escape in the arguments parses into, too) equals U+FFFD.
 
     Args:
         fail: ``(index of the event, the rule it breaks) -> exception``; ``check`` raises it.
@@ -211,11 +224,15 @@ class StreamGrammar:
                 parsed = jsonlib.loads(joined or "{}")
             except ValueError:
                 raise fail(index, "a tool_call.done whose fragments do not parse") from None
-            if done.arguments != parsed:
+            if done.arguments != parsed and replace_lone_surrogates(
+                done.arguments
+            ) != replace_lone_surrogates(parsed):
                 raise fail(index, "tool_call.done's arguments differ from the parsed fragments")
             return
         value = done.embedding if kind_name == "embedding" else growing(done)
-        if value != joined:
+        if value != joined and not (
+            isinstance(value, str) and repair_surrogates(value) == repair_surrogates(joined)
+        ):
             raise fail(index, f"{done.type} differs from the join of its fragments")
         if kind_name in _BINARY_KINDS and done.mime_type != first.mime_type:
             raise fail(index, f"{done.type}'s mime_type differs from the first fragment's")
@@ -242,7 +259,7 @@ class PassThrough:
         max_item_size: the largest joined growing field of one item (08 D18).
     """
 
-    __slots__ = ("_client", "_grammar", "_state", "_stop")
+    __slots__ = ("_client", "_grammar", "_held", "_state", "_stop")
 
     #: ``StreamPipeline`` pushes every event whole: an event of several items, or a stop with
     #: items, must reach the grammar as it came to be rejected (02 §12).
@@ -261,12 +278,16 @@ class PassThrough:
         )
         self._state = _State.OPEN
         self._stop: UniEvent | None = None
+        #: A high surrogate kept back from the open group's last fragment (08 D55).
+        self._held = ""
 
     def push(self, event: ClientEvent) -> list[UniEvent]:
         """Check one public event; return it (a delta) or keep it for ``close()`` (the stop).
 
         A ``Fragment`` (a machine's cheap delta, 08 D65) is checked as the delta event of the
-        one item it stands for.
+        one item it stands for. A delta holding a surrogate code point goes out repaired
+        (08 D55, see the module): possibly as no event (a fragment that was only a held high
+        surrogate) or as two (the U+FFFD of a surrogate held until the ``.done``).
 
         Raises:
             MalformedEventError: the event breaks a rule of the grammar (spec 02 §12, 08 D59).
@@ -285,7 +306,37 @@ class PassThrough:
         if event.event_type == "stop":
             self._stop = event
             return []
-        return [event]
+        return self._repaired(event)
+
+    def _repaired(self, event: UniEvent) -> list[UniEvent]:
+        """The events that hand on ``event``, a delta the grammar accepted, without any
+        surrogate code point (08 D55); ``[event]`` itself when it holds none."""
+        item: Any = event.content_items[0]
+        kind = KINDS.get(item.type)
+        if kind is None:  # a .done: its group is closed
+            out = []
+            if self._held:  # 08 D55: a high surrogate held to the end of its item
+                self._held = ""
+                group = KINDS[item.type.replace(".done", ".delta")]
+                assert group.continuing is not None  # only kinds with text hold a surrogate
+                out.append(delta_event(group.continuing("\ufffd"), event.created_at))
+            done = _without_surrogates(item)
+            out.append(event if done is item else attrs.evolve(event, content_items=(done,)))
+            return out
+        repaired = item
+        if kind.with_growing is not None:
+            growing = kind.growing(item)
+            held = self._held
+            if held or (not growing.isascii() and SURROGATE.search(growing) is not None):
+                text, self._held = _repair(held + growing)
+                repaired = kind.with_growing(item, text)
+                if self._held and kind.is_empty(repaired) and repaired.fidelity is None:
+                    return []  # only the held half of a pair: it goes out with the next one
+        if repaired.fidelity is not None or kind.with_growing is None or (
+            kind.has_headers and repaired.name
+        ):  # string fields besides the growing one (the hot path has none)
+            repaired = _without_surrogates(repaired)
+        return [event if repaired is item else attrs.evolve(event, content_items=(repaired,))]
 
     def end(self) -> list[UniEvent]:
         """The input is over; nothing is held back, so this returns ``[]``.
@@ -321,3 +372,21 @@ class PassThrough:
 
 def _malformed(client: str, index: int, rule: str) -> MalformedEventError:
     return MalformedEventError(client, f"public event {index}", detail=rule)
+
+
+def _without_surrogates(item: Any) -> Any:
+    """``item`` with every surrogate in its string fields, fidelity and parsed arguments
+    repaired by ``kinds.repair_surrogates`` (pairs joined, lone ones U+FFFD; 08 D55); ``item``
+    itself when it holds none."""
+    changes: dict[str, Any] = {}
+    for field in attrs.fields(type(item)):
+        value = getattr(item, field.name)
+        if isinstance(value, str):
+            repaired = repair_surrogates(value)
+        elif isinstance(value, Mapping):
+            repaired = replace_lone_surrogates(value)
+        else:
+            continue
+        if repaired is not value:
+            changes[field.name] = repaired
+    return attrs.evolve(item, **changes) if changes else item

@@ -9,6 +9,7 @@ exactly the events before it and raise ``MalformedEventError`` naming it, and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,22 +19,30 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_grammar import BROKEN, seed_stream
 
+import adapters
 from mmsp_core import (
     FinishReason,
     ImageUrlDone,
     IncompleteStreamError,
+    InlineDataDelta,
+    InlineDataDone,
     MalformedEventError,
     PassThrough,
     StreamItems,
     TextDelta,
     TextDone,
     ThinkingDelta,
+    ThinkingDone,
+    ToolCallDelta,
+    ToolCallDone,
     UniEvent,
     UsageMetadata,
+    to_wire,
 )
 from mmsp_core.kinds import TEXT, Fragment
 from mmsp_core.testing import assert_stream_grammar, outcome
 from mmsp_core.testing.strategies import client_streams
+from mmsp_core.wire import item_from_wire
 
 Outcome = tuple[list[UniEvent], BaseException | None]
 
@@ -329,3 +338,123 @@ def test_a_fragment_is_judged_as_the_delta_event_it_stands_for(growing: str) -> 
     assert outcome(*pass_through([fragment, stop])) == outcome(  # type: ignore[list-item]
         *pass_through([as_event, stop])
     )
+
+
+# --------------------------------------------------------------------------------------------
+# A server's surrogates (08 D55): repaired as the finalizer repairs a provider's
+# --------------------------------------------------------------------------------------------
+
+_LONE = ["\ud83d", "\ude00", "\udbff", "\udc00"]
+#: Text with lone surrogates and, where a high one meets a low one, pairs written as two.
+_surrogate_text = st.lists(
+    st.one_of(st.sampled_from(_LONE), st.text(max_size=3)), max_size=6
+).map("".join)
+_fidelity = st.none() | st.dictionaries(
+    _surrogate_text, st.lists(_surrogate_text, max_size=2), min_size=1, max_size=2
+)
+
+
+def at(item: Any) -> UniEvent:
+    return UniEvent("delta", (item,), None, None, 1)
+
+
+@st.composite
+def server_streams(draw: st.DrawFn) -> list[UniEvent]:
+    """Valid public streams as a server that repairs nothing writes them: lone surrogates, and
+    pairs split across fragments, in every string field (text, thinking, arguments as raw
+    characters or JSON escapes, tool name and id, mime type, fidelity keys and values)."""
+    events: list[UniEvent] = []
+    for kind in draw(st.lists(st.sampled_from(["text", "thinking", "tool_call", "inline_data"]),
+                              min_size=1, max_size=4)):
+        fidelity = draw(_fidelity)
+        if kind == "tool_call":
+            arguments = draw(st.dictionaries(_surrogate_text, _surrogate_text, max_size=3))
+            raw = json.dumps(arguments, ensure_ascii=draw(st.booleans()))
+            cuts = sorted(draw(st.lists(st.integers(0, len(raw)), max_size=4)))
+            pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+            name, call_id = "f" + draw(_surrogate_text), "c" + draw(_surrogate_text)
+            events.append(at(ToolCallDelta(name, call_id, pieces[0], fidelity)))
+            events += [at(ToolCallDelta("", "", piece)) for piece in pieces[1:]]
+            events.append(at(ToolCallDone(name, call_id, arguments, fidelity)))
+        elif kind == "inline_data":
+            mime_type = "image/png" + draw(_surrogate_text)
+            events.append(at(InlineDataDelta(b"\x89PNG", mime_type, fidelity)))
+            events.append(at(InlineDataDone(b"\x89PNG", mime_type, fidelity)))
+        else:
+            delta, done = (TextDelta, TextDone) if kind == "text" else (ThinkingDelta, ThinkingDone)
+            pieces = draw(st.lists(_surrogate_text, min_size=1, max_size=5))
+            events.append(at(delta(pieces[0], fidelity)))
+            events += [at(delta(piece)) for piece in pieces[1:]]
+            events.append(at(done("".join(pieces), fidelity)))
+    events.append(UniEvent("stop", (), USAGE, FinishReason.STOP, 1))
+    return events
+
+
+def as_utf8(event: UniEvent) -> bytes:
+    """The event's wire JSON as UTF-8: ``UnicodeEncodeError`` for a lone surrogate."""
+    return json.dumps(to_wire(event), ensure_ascii=False).encode("utf-8")
+
+
+def repaired_done(done: Any) -> Any:
+    """``done`` as 08 D55 repairs it, computed on its wire JSON text: every string of it with
+    its pairs joined and its lone surrogates U+FFFD."""
+    text = json.dumps(to_wire(done), ensure_ascii=False)
+    return item_from_wire(json.loads(
+        text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+
+
+def server_body(events: list[UniEvent]) -> bytes:
+    """The body a server writes for ``events`` (JSON escapes for the surrogates)."""
+    return b"".join(b"data: " + json.dumps(to_wire(e)).encode() + b"\n\n" for e in events) + (
+        b"data: [DONE]\n\n")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(server_streams())
+def test_a_servers_surrogates_are_repaired_in_every_field(events: list[UniEvent]) -> None:
+    out, error = pass_through(events)
+    assert error is None
+    for event in out:
+        as_utf8(event)  # no lone surrogate is left anywhere
+    assert_stream_grammar(out)
+    dones = [_item(e) for e in out if e.event_type == "delta" and _item(e).type.endswith(".done")]
+    sent = [_item(e) for e in events if e.event_type == "delta" and _item(e).type.endswith(".done")]
+    assert dones == [repaired_done(done) for done in sent]
+    assert out[-1] == events[-1]
+    # The same through the mmsp protocol's pipeline, from the bytes a server writes.
+    assert list(adapters.decode("mmsp", [server_body(events)])) == out
+
+
+def test_a_pair_split_across_two_deltas_becomes_one_character() -> None:
+    events = [at(TextDelta("ab\ud83d")), at(TextDelta("\ude00cd")), at(TextDelta("\ud83d")),
+              at(TextDelta("\ude00")), at(TextDone("ab\U0001f600cd\U0001f600")),
+              UniEvent("stop", (), USAGE, FinishReason.STOP, 1)]
+    out, error = pass_through(events)
+    assert error is None
+    assert [_item(e) for e in out[:-1]] == [
+        TextDelta("ab"), TextDelta("\U0001f600cd"), TextDelta("\U0001f600"),
+        TextDone("ab\U0001f600cd\U0001f600")]
+
+
+def test_a_high_surrogate_held_to_the_end_of_its_item_is_one_more_fragment() -> None:
+    events = [at(ThinkingDelta("hm\udbff")), at(ThinkingDone("hm\udbff")),
+              at(ToolCallDelta("f", "c1", '{"a": "\ud83d')), at(ToolCallDelta("", "", '"}')),
+              at(ToolCallDone("f", "c1", {"a": "\ud83d"})),
+              UniEvent("stop", (), USAGE, FinishReason.STOP, 1)]
+    out, error = pass_through(events)
+    assert error is None
+    assert [_item(e) for e in out[:-1]] == [
+        ThinkingDelta("hm"), ThinkingDelta("\ufffd"), ThinkingDone("hm\ufffd"),
+        ToolCallDelta("f", "c1", '{"a": "'), ToolCallDelta("", "", '\ufffd"}'),
+        ToolCallDone("f", "c1", {"a": "\ufffd"})]
+    assert all(e.created_at == 1 for e in out)
+
+
+def test_what_the_librarys_own_finalizer_writes_for_an_escaped_lone_surrogate_passes() -> None:
+    # StreamItems parses '{"a": "\\ud83d"}' and repairs the parsed value: the .done holds
+    # U+FFFD where the fragments' JSON holds the escape, which is no broken rule.
+    events = public([UniEvent("delta", (ToolCallDelta("f", "c1", '{"a": "\\ud83d"}'),)),
+                     UniEvent("stop", (), USAGE, FinishReason.TOOL_CALL)])
+    assert _item(events[1]) == ToolCallDone("f", "c1", {"a": "\ufffd"})
+    assert_stream_grammar(events)
+    assert pass_through(events) == (events, None)
