@@ -12,8 +12,14 @@ The suffix is appended to the whole id, so ``a/run.2`` gives ``a/run.2.json`` (0
 makes sub-directories. The id must stay inside the directory: an absolute id, a ``..``
 segment, or a symbolic link that leads out are refused with
 ``UnsupportedParameterError(parameter="trace_id")`` before the request (08 D24), and checked
-again when writing. Both files are written to a temporary name and renamed, so a reader never
-sees half a trace; they are overwritten on every turn.
+again when writing. Any caller of a gateway chooses the id, so its shape is bounded too, by the
+same refusal: at most ``MAX_TRACE_ID_SEGMENTS`` path segments and ``MAX_TRACE_ID_LENGTH``
+characters, each segment at most ``MAX_SEGMENT_BYTES`` bytes of UTF-8 (no surrogate code
+point), so that its directories and file names (with their suffix and temporary name) fit
+what file systems allow and a deep id never costs a turn its stop (08 D27).
+
+Both files are written to a temporary name and renamed, so a reader never sees half a trace;
+they are overwritten on every turn.
 """
 
 from __future__ import annotations
@@ -30,7 +36,22 @@ from mmsp_core.errors import UnsupportedParameterError, preview, redact
 from mmsp_core.model import UniConfig, UniMessage, UsageMetadata
 from mmsp_core.wire import to_wire
 
-__all__ = ["trace_dir", "trace_files", "write_trace"]
+__all__ = [
+    "MAX_SEGMENT_BYTES",
+    "MAX_TRACE_ID_LENGTH",
+    "MAX_TRACE_ID_SEGMENTS",
+    "trace_dir",
+    "trace_files",
+    "write_trace",
+]
+
+#: The most path segments (``/``-separated names) a ``trace_id`` may have.
+MAX_TRACE_ID_SEGMENTS: Final = 8
+#: The longest ``trace_id``, in characters.
+MAX_TRACE_ID_LENGTH: Final = 200
+#: The longest segment of a ``trace_id`` in UTF-8 bytes: with ``.json`` and the temporary
+#: name's ``.<name>.XXXXXXXX.tmp`` it stays under the 255 bytes a file name may have.
+MAX_SEGMENT_BYTES: Final = 200
 
 _RULE_WIDTH: Final = 80
 #: Values of an embedding shown in the transcript.
@@ -51,12 +72,15 @@ def trace_files(root: Path, trace_id: str, client: str) -> tuple[Path, Path]:
 
     Raises:
         UnsupportedParameterError: ``parameter="trace_id"`` for an id that is absolute, holds a
-            ``..`` segment or a NUL character, or resolves outside ``root`` (08 D24).
+            ``..`` segment, a NUL character or a surrogate code point, resolves outside
+            ``root`` (08 D24), or is longer or deeper than the module's bounds.
     """
 
     def refuse(reason: str) -> UnsupportedParameterError:
         return UnsupportedParameterError(client, "trace_id", detail=reason)
 
+    if len(trace_id) > MAX_TRACE_ID_LENGTH:
+        raise refuse(f"a trace_id has at most {MAX_TRACE_ID_LENGTH} characters")
     if "\0" in trace_id:
         raise refuse("a trace_id cannot hold a NUL character")
     relative = Path(trace_id)
@@ -64,6 +88,15 @@ def trace_files(root: Path, trace_id: str, client: str) -> tuple[Path, Path]:
         raise refuse("a trace_id must be a path relative to the trace directory")
     if ".." in relative.parts:
         raise refuse("a trace_id cannot hold '..' segments")
+    if len(relative.parts) > MAX_TRACE_ID_SEGMENTS:
+        raise refuse(f"a trace_id has at most {MAX_TRACE_ID_SEGMENTS} '/'-separated segments")
+    for segment in relative.parts:
+        try:
+            size = len(segment.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise refuse("a trace_id cannot hold a surrogate code point") from None
+        if size > MAX_SEGMENT_BYTES:
+            raise refuse(f"a trace_id segment has at most {MAX_SEGMENT_BYTES} bytes of UTF-8")
     json_path = root / f"{trace_id}.json"
     if not json_path.resolve().is_relative_to(root.resolve()):
         raise refuse("the trace_id leads outside the trace directory")

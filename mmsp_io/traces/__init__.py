@@ -15,8 +15,10 @@ with DOM calls (``textContent``, never markup from a trace):
 - ``GET /``: the page, listing the traces;
 - ``GET /trace/<id>``: the same page, showing the conversation of trace ``<id>`` (the file
   ``<id>.json``, 08 D14); for a trace that is outside or missing, under status 403 or 404;
-- ``GET /api/traces``: the list, ``{"traces": [{"id", "json", "txt", "size", "modified"}, ...],
-  "truncated"}``, newest first, at most ``max_listed`` entries;
+- ``GET /api/traces``: the list, ``{"traces": [{"id", "json", "txt", "size", "modified",
+  "too_large"}, ...], "truncated", "skipped": [{"path", "reason"}, ...], "skipped_count"}``,
+  newest first, at most ``max_listed`` entries; ``too_large`` marks a trace over
+  ``max_trace_bytes`` (shown only raw), and ``skipped`` names what the walk could not list;
 - ``GET /api/trace/<id>``: ``{"id", "raw", "transcript", "trace"}``, the trace document with
   its messages legacy-normalised (spec 01 §9) and the links of its two files;
 - ``GET /raw/<file>``: a ``.json`` or ``.txt`` file of the directory as it is stored.
@@ -36,8 +38,14 @@ file on the open descriptor, so a FIFO or a swapped-in link between the check an
 refused, not waited on.
 
 Bounds (08 D18): a trace shown through ``/api/trace`` is read whole, up to ``max_trace_bytes``
-(a larger one is answered 422 and stays readable through ``/raw``, which streams it in
-pieces); the listing walks at most ``max_listed`` trace files. The page and its answers carry
+(16 MiB unless set: showing one costs about 16 times its size in memory); a larger one is
+answered 422 from its size alone, without reading it, and stays readable through ``/raw``,
+which streams it in pieces. The listing walks the directory without recursion, at most
+``max_listed`` trace files, and only as deep as a ``trace_id`` can reach
+(``mmsp_io.tracer.MAX_TRACE_ID_SEGMENTS``): what it cannot list (a directory deeper than that
+or one that cannot be read, a file that cannot be read, a link that leads out, a name that is
+not UTF-8) never fails it, but is counted in ``skipped_count`` and named, up to
+``_SKIPPED_NAMED`` of them, in ``skipped``. The page and its answers carry
 a strict content security policy (scripts and styles only from the page's own origin, images
 also as ``data:`` URIs and from the web, as a trace may link them), and a server bound to a
 loopback address answers only requests whose ``Host`` names a loopback host, so that a web
@@ -65,8 +73,9 @@ from adapters._json import BadField, loads_object
 from mmsp_core.messages import normalize_legacy_messages
 
 from .. import httpserver
+from ..tracer import MAX_TRACE_ID_SEGMENTS
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TracePage", "run"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_MAX_TRACE_BYTES", "DEFAULT_PORT", "TracePage", "run"]
 
 #: Where ``python -m mmsp_io traces`` listens by default (07 §1, 08 D70).
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -92,6 +101,10 @@ _SECURITY_HEADERS: Final = (
     ("cache-control", "no-store"),
 )
 _READ_SIZE: Final = 65536
+#: The largest trace shown whole by default (see "Bounds").
+DEFAULT_MAX_TRACE_BYTES: Final = 16 * 1024 * 1024
+#: How many of the entries the listing skipped it names.
+_SKIPPED_NAMED: Final = 100
 #: Requests are only ever ``GET``s: no body is accepted.
 _LIMITS: Final = httpserver.Limits(max_body_bytes=0)
 
@@ -118,7 +131,7 @@ class TracePage:
         self,
         root: str | os.PathLike[str],
         *,
-        max_trace_bytes: int = 64 * 1024 * 1024,
+        max_trace_bytes: int = DEFAULT_MAX_TRACE_BYTES,
         max_listed: int = 10_000,
     ) -> None:
         self.root = Path(root).absolute()
@@ -252,11 +265,14 @@ class TracePage:
                 no trace document (an object whose ``history`` is a list of messages).
         """
         json_name = f"{trace_id}.json"
+        too_large = _Refusal(422, f"{json_name} is larger than {self.max_trace_bytes} bytes; "
+                             "open the raw file instead.")
         with os.fdopen(self._open(json_name)[0], "rb") as file:
-            data = file.read(self.max_trace_bytes + 1)
+            if os.fstat(file.fileno()).st_size > self.max_trace_bytes:
+                raise too_large  # judged by its size, before a byte of it is read
+            data = file.read(self.max_trace_bytes + 1)  # it may have grown since
         if len(data) > self.max_trace_bytes:
-            raise _Refusal(422, f"{json_name} is larger than {self.max_trace_bytes} bytes; "
-                           "open the raw file instead.")
+            raise too_large
         try:
             document = loads_object(data.decode("utf-8"))
         except (UnicodeDecodeError, BadField):
@@ -282,17 +298,19 @@ class TracePage:
     def _listing(self) -> dict[str, Any]:
         """The answer of ``/api/traces`` (module docstring)."""
         root = self.root.resolve()
+        walk = _Walk(root)
         entries: list[tuple[float, dict[str, Any]]] = []
         truncated = False
-        for path in _trace_files(root):
+        for path in walk.trace_files():
             if len(entries) == self.max_listed:
                 truncated = True
                 break
+            relative = path.relative_to(root).as_posix()
             try:
                 info = path.stat()
-            except OSError:
+            except OSError as exc:
+                walk.skip(relative, f"cannot be read: {exc.strerror or exc}")
                 continue
-            relative = path.relative_to(root).as_posix()
             trace_id = relative.removesuffix(".json")
             entries.append((info.st_mtime, {
                 "id": trace_id,
@@ -300,31 +318,78 @@ class TracePage:
                 "txt": self._transcript(trace_id),
                 "size": info.st_size,
                 "modified": _modified(info.st_mtime),
+                "too_large": info.st_size > self.max_trace_bytes,
             }))
         entries.sort(key=lambda entry: entry[0], reverse=True)
-        return {"traces": [entry for _, entry in entries], "truncated": truncated}
+        return {"traces": [entry for _, entry in entries], "truncated": truncated,
+                "skipped": walk.skipped, "skipped_count": walk.skipped_count}
 
 
-def _trace_files(root: Path) -> Iterator[Path]:
-    """The visible ``.json`` files under ``root`` whose resolved path stays inside it.
+@final
+class _Walk:
+    """The walk of the listing over the trace directory ``root`` (resolved), and what it
+    skipped: ``skipped_count`` entries, the first ``_SKIPPED_NAMED`` named in ``skipped``."""
 
-    A name that is not UTF-8 is left out: no request path can name it.
-    """
-    for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if _listable(d))
-        for name in sorted(files):
-            if not _listable(name) or not name.endswith(".json"):
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.skipped: list[dict[str, str]] = []
+        self.skipped_count = 0
+
+    def skip(self, relative: str, reason: str) -> None:
+        """Count an entry the listing leaves out, and name it while there is room."""
+        self.skipped_count += 1
+        if len(self.skipped) < _SKIPPED_NAMED:
+            self.skipped.append({"path": relative, "reason": reason})
+
+    def trace_files(self) -> Iterator[Path]:
+        """The visible ``.json`` files under the root whose resolved path stays inside it,
+        directory by directory in name order, without recursion and no deeper than a
+        ``trace_id`` reaches; what is left out (but hidden names) is ``skip``-ped."""
+        pending = [(self.root, 0)]
+        while pending:
+            directory, depth = pending.pop()
+            relative = directory.relative_to(self.root).as_posix()
+            try:
+                with os.scandir(directory) as scan:
+                    found = sorted(scan, key=lambda entry: entry.name)
+            except OSError as exc:
+                if depth or not isinstance(exc, FileNotFoundError):  # no root yet: no trace
+                    self.skip(relative, f"cannot be read: {exc.strerror or exc}")
                 continue
-            path = Path(directory, name)
-            with contextlib.suppress(OSError, RuntimeError):
-                if path.resolve().is_relative_to(root) and path.is_file():
-                    yield path
+            subdirectories: list[tuple[Path, int]] = []
+            for entry in found:
+                if entry.name.startswith("."):
+                    continue
+                path = Path(entry.path)
+                shown = path.relative_to(self.root).as_posix()
+                if not _is_utf8(entry.name):
+                    self.skip(shown.encode("utf-8", "replace").decode(), "its name is not UTF-8")
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth + 1 < MAX_TRACE_ID_SEGMENTS:
+                            subdirectories.append((path, depth + 1))
+                        else:
+                            self.skip(shown, "deeper than a trace_id reaches")
+                        continue
+                if entry.name.endswith(".json"):
+                    if _inside(path, self.root):
+                        yield path
+                    else:
+                        self.skip(shown, "leads outside the trace directory or to no file")
+            pending.extend(reversed(subdirectories))
 
 
-def _listable(name: str) -> bool:
-    """Whether a file name is visible (no leading ``.``) and UTF-8 (no escaped bytes)."""
-    if name.startswith("."):
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves to a regular file inside ``root``."""
+    try:
+        return path.resolve().is_relative_to(root) and path.is_file()
+    except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
         return False
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a file name is UTF-8 (holds no byte ``os.fsdecode`` escaped)."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -55,12 +55,17 @@ function pretty(value) {
 async function showList() {
   where.textContent = "";
   const listing = await getJSON("/api/traces");
+  const skipped = listing.skipped_count ? el("p", {class: "note"},
+    `${listing.skipped_count} entries could not be listed: `,
+    listing.skipped.map((entry) => `${entry.path} (${entry.reason})`).join("; ")) : null;
   if (listing.traces.length === 0) {
-    show(el("p", {class: "note"}, "No trace files in this directory yet."));
+    show(el("p", {class: "note"}, "No trace files in this directory yet."), skipped);
     return;
   }
   const rows = listing.traces.map((trace) => el("tr", {},
-    el("td", {}, el("a", {class: "trace-link", href: "/trace/" + encodePath(trace.id)}, trace.id)),
+    // A trace too large to be shown whole links its raw file.
+    el("td", {}, el("a", {class: "trace-link",
+      href: trace.too_large ? trace.json : "/trace/" + encodePath(trace.id)}, trace.id)),
     el("td", {}, trace.modified ? new Date(trace.modified).toLocaleString() : ""),
     el("td", {class: "size"}, `${trace.size.toLocaleString()} B`),
     el("td", {}, el("a", {href: trace.json}, "JSON"),
@@ -72,6 +77,7 @@ async function showList() {
         el("th", {}, "Size"), el("th", {}, "Files"))),
       el("tbody", {}, ...rows)),
     listing.truncated ? el("p", {class: "note"}, "Only the first traces found are listed.") : null,
+    skipped,
   );
 }
 

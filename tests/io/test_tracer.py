@@ -54,6 +54,37 @@ def test_an_id_that_escapes_the_directory_is_refused(tmp_path: Path, trace_id: s
     assert (caught.value.client, caught.value.parameter) == ("openai-chat", "trace_id")
 
 
+@pytest.mark.parametrize(
+    ("trace_id", "reason"),
+    [
+        ("/".join(["a"] * 1000), "at most 200 characters"),
+        ("x" * 201, "at most 200 characters"),
+        ("a/b/c/d/e/f/g/h/i", "at most 8 '/'-separated segments"),
+        ("runs/" + "\u00e9" * 101, "at most 200 bytes of UTF-8"),
+        ("runs/\ud800", "surrogate code point"),
+    ],
+    ids=["1000-segments", "too-long", "9-segments", "segment-bytes", "surrogate"],
+)
+def test_an_id_too_long_or_too_deep_is_refused_and_nothing_is_created(
+    tmp_path: Path, trace_id: str, reason: str
+) -> None:
+    root = tmp_path / "cache"
+    with pytest.raises(UnsupportedParameterError) as caught:
+        trace_files(root, trace_id, "openai-chat")
+    assert (caught.value.client, caught.value.parameter) == ("openai-chat", "trace_id")
+    assert reason in str(caught.value)
+    assert not root.exists()
+
+
+def test_an_id_at_the_bounds_is_written(tmp_path: Path) -> None:
+    trace_id = "/".join(["d"] * 7 + ["\u00e9" * 100])  # 8 segments, the last 200 bytes
+    history = [UniMessage.user("Hi")]
+    write_trace(tmp_path, trace_id, "openai-chat", "gpt-6", history, UniConfig())
+    json_path, txt_path = trace_files(tmp_path, trace_id, "openai-chat")
+    assert json.loads(json_path.read_text("utf-8"))["history"] == [to_wire(history[0])]
+    assert txt_path.is_file()
+
+
 def test_a_symbolic_link_out_of_the_directory_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "cache"
     root.mkdir()
@@ -147,6 +178,21 @@ async def test_an_escaping_trace_id_is_refused_before_the_request(tmp_path: Path
             pass
     assert caught.value.parameter == "trace_id"
     assert requests == []
+
+
+@pytest.mark.anyio
+async def test_a_deep_trace_id_is_refused_before_the_request(tmp_path: Path) -> None:
+    requests: list[httpx.Request] = []
+    client = traced_client(tmp_path, requests, trace_dir=tmp_path / "cache")
+    with pytest.raises(UnsupportedParameterError) as caught:
+        async for _event in client.streaming_response_stateful(
+            USER, {"trace_id": "/".join(["a"] * 1000)}
+        ):
+            pass
+    assert caught.value.parameter == "trace_id"
+    assert requests == []
+    assert not (tmp_path / "cache").exists()
+    assert client.get_history() == []
 
 
 @pytest.mark.anyio

@@ -11,7 +11,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import tracemalloc
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -162,7 +163,87 @@ async def test_an_empty_or_missing_directory_lists_nothing(tmp_path: Path) -> No
         httpx.AsyncClient() as http,
     ):
         listing = (await http.get(server.url + "/api/traces")).json()
-    assert listing == {"traces": [], "truncated": False}
+    assert listing == {"traces": [], "truncated": False, "skipped": [], "skipped_count": 0}
+
+
+@pytest.fixture
+def deep_tree(root: Path) -> Iterator[Path]:
+    """1000 directories ``a`` in one another under ``root`` (what a 1000-segment trace_id left
+    before ids were bounded), a trace at the bottom; removed bottom up (``shutil.rmtree``
+    recurses, so the temporary directory's cleanup could not)."""
+    levels = [root / "a"]
+    for _ in range(999):
+        levels.append(levels[-1] / "a")
+    for level in levels:
+        level.mkdir()
+    (levels[-1] / "x.json").write_text('{"history": []}')
+    yield levels[0]
+    (levels[-1] / "x.json").unlink()
+    for level in reversed(levels):
+        level.rmdir()
+
+
+@pytest.mark.usefixtures("deep_tree")
+async def test_a_tree_too_deep_for_a_trace_id_is_reported_and_the_rest_listed(
+    root: Path,
+) -> None:
+    write_sample(root, "/".join(["b"] * 7 + ["last"]))  # the deepest id the tracer writes
+    (root / "big.json").write_text('{"history": []}')
+    os.truncate(root / "big.json", 64 << 20)  # sparse: over the cap, no disk written
+    (root / "blocked").mkdir()
+    (root / "blocked" / "t.json").write_text('{"history": []}')
+    (root / "blocked").chmod(0)
+    (root / "unreadable.json").symlink_to(root / "unreadable.json")  # a loop of links
+    try:
+        async with TracePage(root, max_trace_bytes=1 << 20).running() as server, \
+                httpx.AsyncClient(base_url=server.url) as http:
+            answer = await http.get("/api/traces")
+    finally:
+        (root / "blocked").chmod(0o755)
+    assert answer.status_code == 200
+    listing = answer.json()
+    listed = {t["id"]: t for t in listing["traces"]}
+    assert set(listed) >= {SAMPLE_ID, "big", "/".join(["b"] * 7 + ["last"])}
+    assert listed["big"]["too_large"] is True
+    assert listed[SAMPLE_ID]["too_large"] is False
+    skipped = {entry["path"]: entry["reason"] for entry in listing["skipped"]}
+    assert skipped["/".join(["a"] * 8)] == "deeper than a trace_id reaches"
+    assert skipped["unreadable.json"] == "leads outside the trace directory or to no file"
+    assert skipped["link-out.json"] == "leads outside the trace directory or to no file"
+    if os.geteuid() != 0:  # root reads a directory whatever its mode
+        assert skipped["blocked"].startswith("cannot be read")
+    assert listing["skipped_count"] == len(listing["skipped"])
+
+
+async def test_the_skipped_entries_named_are_bounded(root: Path) -> None:
+    for n in range(traces._SKIPPED_NAMED + 5):
+        (root / f"out-{n:03}.json").symlink_to(root / "nowhere")
+    async with TracePage(root).running() as server, httpx.AsyncClient() as http:
+        listing = (await http.get(server.url + "/api/traces")).json()
+    assert [t["id"] for t in listing["traces"]] == [SAMPLE_ID]
+    assert len(listing["skipped"]) == traces._SKIPPED_NAMED
+    assert listing["skipped_count"] == traces._SKIPPED_NAMED + 6  # with link-out.json
+
+
+async def test_a_trace_over_the_cap_is_refused_from_its_size_without_being_read(
+    root: Path,
+) -> None:
+    assert TracePage(root).max_trace_bytes == traces.DEFAULT_MAX_TRACE_BYTES == 16 << 20
+    cap = 8 << 20
+    (root / "big.json").write_text('{"history": []}')
+    os.truncate(root / "big.json", 64 << 20)  # sparse: no disk written
+    async with TracePage(root, max_trace_bytes=cap).running() as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        await http.get("/api/traces")  # everything the first request sets up, set up
+        tracemalloc.start()
+        try:
+            answer = await http.get("/api/trace/big")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert answer.status_code == 422
+    assert "open the raw file" in answer.json()["error"]["message"]
+    assert peak < 1 << 20  # what the request costs, not the cap's 8 MiB
 
 
 async def test_one_trace_as_json_is_the_document_with_links_to_its_files(
