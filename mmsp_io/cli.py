@@ -284,10 +284,25 @@ async def _chat(args: argparse.Namespace, printer: StreamPrinter) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    """``--chunk-size``'s value: an integer of at least 1.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else; argparse names the option and exits 2.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _replay(args: argparse.Namespace, printer: StreamPrinter) -> int:
     data = Path(args.file).read_bytes()
     chunks: Iterable[bytes] = [data]
-    if args.chunk_size:
+    if args.chunk_size is not None:
         chunks = (data[i : i + args.chunk_size] for i in range(0, len(data), args.chunk_size))
     for event in adapters.decode(args.source, chunks, strict=args.strict):
         printer.event(event)
@@ -340,7 +355,9 @@ def _parser() -> argparse.ArgumentParser:
         "--source", required=True, help="client type or wire protocol, e.g. ant-messages"
     )
     replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
-    replay.add_argument("--chunk-size", type=int, help="feed the body in pieces of N bytes")
+    replay.add_argument(
+        "--chunk-size", type=_positive_int, help="feed the body in pieces of N bytes (N >= 1)"
+    )
     replay.add_argument("file")
 
     gateway = commands.add_parser(

@@ -108,6 +108,18 @@ def test_replay_prints_the_unified_stream_of_a_recorded_body(tmp_path: Path) -> 
     ]
 
 
+@pytest.mark.parametrize("size", ["-1", "0", "five"])
+def test_replay_refuses_a_chunk_size_below_one(size: str, tmp_path: Path) -> None:
+    body = tmp_path / "body.sse"
+    body.write_bytes(adapters.render("openai-chat", [TextDone(text="Hello")],
+                                     UsageMetadata(prompt_tokens=3), FinishReason.STOP))
+    result = run("replay", "--source", "openai-chat", "--chunk-size", size, str(body))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "argument --chunk-size: " in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_replay_reports_a_broken_stream_after_what_it_decoded(tmp_path: Path) -> None:
     usage = UsageMetadata(prompt_tokens=3, response_tokens=2)
     whole = adapters.render("openai-chat", [TextDone(text="Hello")], usage, FinishReason.STOP)
