@@ -154,18 +154,22 @@ def _config_body(
 
 def _check_model(client: str, profile: ResponsesProfile, model: str, key: str) -> None:
     """Refuse a model of another protocol (the profile's ``foreign_models``): an embedding id
-    on openai-official is served by openai-embedding, which is not built yet, so nothing is
-    sent rather than a ``/responses`` body the API would refuse (04 §2).
+    on openai-official is served by the openai-embedding protocol, not by Responses, so nothing
+    is sent rather than a ``/responses`` body the API would refuse (04 §2). ``AutoLLMClient``
+    routes such an id to that protocol itself (``adapters.route``); a pure caller names it.
 
     Raises:
-        UnsupportedOperationError: naming the protocol the model needs.
+        UnsupportedOperationError: naming the protocol that serves the model, to build its
+            request with instead.
     """
     protocol = profile.foreign_protocol(key)
     if protocol is not None:
         raise UnsupportedOperationError(
             client,
             "streaming",
-            detail=f"{model!r} is a model of the {protocol} protocol, which is not built yet",
+            detail=f"{model!r} is an embedding model, served by the {protocol} protocol and "
+            f"not by Responses: build its request with client type {protocol!r} "
+            f"(AutoLLMClient routes the id there itself)",
         )
 
 

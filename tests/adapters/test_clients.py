@@ -8,6 +8,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+import adapters
 from adapters.clients import (
     CLIENTS,
     AuthForm,
@@ -28,6 +29,7 @@ from mmsp_core.errors import (
     RoutingError,
     UnsupportedOperationError,
 )
+from mmsp_core.model import UniMessage
 
 # Spec 04 §1: client_type, official, wire protocol, key env, base-URL env, default URL, open.
 CLIENT_TABLE = [
@@ -526,3 +528,51 @@ def test_malformed_model_lists(client_type: str, body: bytes) -> None:
     assert caught.value.client == client_type
     assert caught.value.detail is not None
     assert caught.value.detail.startswith("list_models: ")
+
+
+# -- an embedding id on the pure openai-official entries (04 §2) ----------------------------------
+
+
+def _redirected_ids() -> list[tuple[str, str, str]]:
+    """``(client, model, protocol)`` for every catalog model a client redirects to another
+    protocol (openai-official's ``text-embedding-*``), and ids of the same families the catalog
+    may not list."""
+    cases = {(client, model, target)
+             for client, spec in CLIENTS.items() for prefix, target in spec.redirects
+             for model in [*(m.model for m in adapters.list_supported_models()
+                             if m.client == client and m.model.lower().startswith(prefix)),
+                           f"{prefix}3-small", f"{prefix.title()}Ada-002"]}
+    return sorted(cases)
+
+
+REDIRECTED = _redirected_ids()
+#: Every pure entry that builds or checks for a client type and a model.
+ENTRIES = {
+    "build_request": lambda c, m: adapters.build_request(c, m, [UniMessage.user("Hi")], {}),
+    "check_config": lambda c, m: adapters.check_config(c, m, {}),
+    "build_read_request": lambda c, m: adapters.build_read_request(
+        c, m, [UniMessage.user("Hi")], adapters.coerce_config(c, {})),
+    "check_read_config": lambda c, m: adapters.check_read_config(
+        c, m, adapters.coerce_config(c, {})),
+}
+
+
+def test_the_catalog_has_an_embedding_id_on_openai_official() -> None:
+    assert ("openai-official", "text-embedding-3-large", "openai-embedding") in REDIRECTED
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize(("client", "model", "protocol"), REDIRECTED)
+def test_an_embedding_id_on_the_pure_entries_names_the_protocol_that_serves_it(
+    entry: str, client: str, model: str, protocol: str
+) -> None:
+    with pytest.raises(UnsupportedOperationError) as caught:
+        ENTRIES[entry](client, model)
+    message = str(caught.value)
+    assert caught.value.client == client
+    assert "not built yet" not in message
+    assert f"{model!r} is an embedding model, served by the {protocol} protocol" in message
+    assert f"client type {protocol!r}" in message
+    # What the message advises is true: that client type builds it, and the client routes there.
+    assert route(model, client) == protocol
+    ENTRIES[entry](protocol, model)

@@ -553,8 +553,9 @@ def test_vision_deepseek_takes_images(model: str) -> None:
 
 @pytest.mark.parametrize("model", ["text-embedding-3-small", "Text-Embedding-3-Large"])
 def test_an_embedding_model_on_openai_official_names_the_protocol_it_needs(model: str) -> None:
-    """An embedding id is no Responses model: until openai-embedding is built, the request is
-    refused before anything is built (04 §2), on build_request and check_config alike."""
+    """An embedding id is no Responses model: the openai-embedding protocol serves it, so the
+    request is refused before anything is built (04 §2), on build_request and check_config
+    alike (tests/adapters/test_clients.py checks the message on every entry)."""
     for call in (
         lambda: adapters.build_request(OFFICIAL, model, HELLO, {}),
         lambda: adapters.check_config(OFFICIAL, model, {}),
