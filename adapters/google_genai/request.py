@@ -23,7 +23,12 @@ dropped and an unsigned first call gets the documented placeholder signature (05
 result is a ``functionResponse`` named after its call. Images are inline data only: a data URI
 becomes ``inlineData``; http(s) images are fetched into data URIs by the I/O layer first (the
 row's ``inlines_remote_images``, 08 D37), so one that still arrives here is refused. A TTS
-request sends only the text of the last message.
+request sends only the text of the last message. With two speakers that text is a script, one
+``Name: line`` per turn (01 §3): every line that is not blank must open with a configured
+speaker's label (``script_turns``, shared with google-official's builder), else
+``InvalidMessageError(item_type="text")`` (03 §2). A ``gemini-3.8`` speech model takes the
+script split (05 §1): one text part per turn, its label removed (those models read no labels)
+and its speaker in ``speechMetadata``; other speech models read the labelled script whole.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, item_kind, walk_messages
-from adapters._convert import check_tool_choice_list, parse_data_uri
+from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -64,9 +69,11 @@ __all__ = [
     "DEFAULT_VOICE",
     "HEADERS",
     "PLACEHOLDER_SIGNATURE",
+    "SCRIPT_SPLIT_TOKEN",
     "build_request",
     "check_config",
     "path",
+    "script_turns",
 ]
 
 HEADERS: Final = (("content-type", "application/json"), ("accept", "text/event-stream"))
@@ -75,6 +82,8 @@ PROTOCOL_LABEL: Final = "Gemini generateContent"
 DEFAULT_VOICE: Final = "Kore"
 #: The signature Gemini documents for a model turn whose signature is lost (01 §5, 05 §5).
 PLACEHOLDER_SIGNATURE: Final = "skip_thought_signature_validator"
+#: The speech generation that takes a two-speaker script split into turns (05 §1).
+SCRIPT_SPLIT_TOKEN: Final = "gemini-3.8"
 
 _TOOL_MODES: Final = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 
@@ -365,12 +374,16 @@ def _contents(client: str, messages: Sequence[UniMessage]) -> list[JSON]:
     return contents
 
 
-def _speech_contents(client: str, messages: Sequence[UniMessage]) -> list[JSON]:
-    """The ``contents`` of a TTS request: the text of the last message only (05 §5).
+def _speech_contents(
+    client: str, model: str, messages: Sequence[UniMessage], config: UniConfig
+) -> list[JSON]:
+    """The ``contents`` of a TTS request: the text of the last message only (05 §5); with two
+    speakers a script, split into one part per turn on a ``gemini-3.8`` model (module doc).
 
     Raises:
         UnsupportedContentError: a non-text item in the last message.
-        InvalidMessageError: the last message has no text.
+        InvalidMessageError: the last message has no text (``message_index``); with two
+            speakers, a line without a speaker's label (``item_type="text"``, ``script_turns``).
     """
     index = len(messages) - 1
     last = messages[index]
@@ -384,7 +397,55 @@ def _speech_contents(client: str, messages: Sequence[UniMessage]) -> list[JSON]:
     text = "".join(texts)
     if not text:
         raise InvalidMessageError(client, None, index, detail="nothing to speak: no text")
-    return [{"role": "user", "parts": [{"text": text}]}]
+    parts: list[JSON] = [{"text": text}]
+    speakers = config.tts_config or ()
+    if len(speakers) == 2:
+        turns = script_turns(client, index, text, [s.speaker or "" for s in speakers])
+        if SCRIPT_SPLIT_TOKEN in model_key(model):
+            parts = [{"text": said, "speechMetadata": {"speaker": speaker}}
+                     for speaker, said in turns]
+    return [{"role": "user", "parts": parts}]
+
+
+def script_turns(
+    client: str, index: int, script: str, speakers: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The turns of a two-speaker script, ``(speaker, what they say)`` in order (01 §3: one
+    ``Name: line`` per turn), for both Google clients.
+
+    Every line that is not blank opens, after any indentation, with ``Name:`` for one of the
+    configured ``speakers``; the turn is the rest of the line, stripped. A blank line carries
+    nothing to speak and is passed over (scripts often separate turns so), and so is a turn
+    with nothing after its label.
+
+    Raises:
+        InvalidMessageError: ``item_type="text"``, ``message_index=index`` (03 §2): a line
+            that opens with no speaker's label (a label names the voice of its line), or a
+            script with nothing to say.
+    """
+    labels = sorted(((f"{name}:", name) for name in speakers), key=lambda pair: -len(pair[0]))
+    turns = []
+    for number, line in enumerate(script.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        found = next(((label, name) for label, name in labels if stripped.startswith(label)),
+                     None)
+        if found is None:
+            raise InvalidMessageError(
+                client, "text", index,
+                detail=f"line {number} of the two-speaker script opens with none of the "
+                f"labels {[f'{name}:' for name in speakers]}: every line is one speaker's turn",
+            )
+        label, name = found
+        said = stripped[len(label):].strip()
+        if said:
+            turns.append((name, said))
+    if not turns:
+        raise InvalidMessageError(
+            client, "text", index, detail="the two-speaker script has nothing to say"
+        )
+    return turns
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,14 +488,15 @@ def build_request(
         RoutingError: the client row has no ``GenAIProfile``.
         InvalidMessageError: an item generateContent cannot carry (``item_type``), a tool
             result without its id, an image that is not a (well-formed) data URI, a message
-            with nothing sendable (``message_index``; only thinking: 08 D67), or a TTS
-            request whose last message has no text.
+            with nothing sendable (``message_index``; only thinking: 08 D67), a TTS
+            request whose last message has no text, or a two-speaker script with a line
+            that opens with no speaker's label (``item_type="text"``).
         UnsupportedContentError: a non-text item in the last message of a TTS request.
     """
     genai = _genai_profile(client, profile, model)
     fields = _config_fields(client, model, config)
     if model_mode(model) is Mode.TTS:
-        contents = _speech_contents(client, messages)
+        contents = _speech_contents(client, model, messages, config)
     else:
         contents = _contents(client, messages)
     body = {"contents": contents, **fields}

@@ -33,15 +33,17 @@ and assembled per message by ``_steps``:
   accepts in place of a signature it cannot check.
 
 A speech model gets the last message only, text only, as one step (05 §5); with two speakers
-the text is a script whose first line starts with a ``Name:`` label (01 §3, 03 §2), which a
-``gemini-3.8`` speech model takes split into one text block per turn (``_speech_steps``).
+the text is a script, one ``Name: line`` per turn, every line that is not blank opening with a
+configured speaker's label (01 §3, 03 §2; ``google_genai.request.script_turns``, shared with
+generateContent), which a ``gemini-3.8`` speech model takes split into one text block per
+turn, its label removed and its speaker in a ``speech_metadata`` annotation (05 §1,
+``_speech_steps``).
 """
 
 from __future__ import annotations
 
 import base64
 import enum
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
@@ -72,6 +74,7 @@ from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .._build import Converters, MessageContext, WalkedMessage, item_kind, walk_messages
 from .._convert import check_tool_choice_list, model_key, parse_data_uri
+from ..google_genai.request import SCRIPT_SPLIT_TOKEN, script_turns
 from ..google_genai.thinking import Mode, model_mode, thinking_level_for
 from .profiles import InteractionsProfile
 
@@ -92,10 +95,6 @@ DEFAULT_VOICE: Final = "Kore"
 #: ``tool_choice`` strings -> ``generation_config.tool_choice`` (05 §4.4).
 _TOOL_CHOICES: Final[Mapping[str, str]] = {"auto": "auto", "none": "none", "required": "any"}
 
-#: A two-speaker script's first line starts with a speaker label (01 §3).
-_SCRIPT_LABEL: Final = re.compile(r"\s*[^\s:][^:\n]*:")
-#: The speech generation that takes a two-speaker script split into turns (05 §1).
-_SCRIPT_SPLIT_TOKEN: Final = "gemini-3.8"
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,17 +263,15 @@ def _speech_steps(
 ) -> list[dict[str, Any]]:
     """The one step a speech model takes: the last message's text (05 §5).
 
-    With two speakers the text is a script whose first line starts with a ``Name:`` label
-    (01 §3, 03 §2). A model of the ``gemini-3.8`` speech generation reads a two-speaker script
-    as one text block per turn, each naming its speaker in ``speech_metadata`` (05 §1's "script
-    split"): a turn starts at a line that opens with one of the configured speakers' labels,
-    and the lines after it, up to the next such line, belong to it.
+    With two speakers the text is a script, one ``Name: line`` per turn (01 §3), checked by
+    ``script_turns``. A model of the ``gemini-3.8`` speech generation reads it as one text
+    block per turn, without the label, annotated ``{"type": "speech_metadata", "speaker"}``
+    (05 §1's "script split"); other models read the script whole.
 
     Raises:
         UnsupportedContentError: an item of the last message that is not text.
-        InvalidMessageError: no text to speak (``message_index``); two speakers and a script
-            whose first line has no ``Name:`` label, or on a splitting model none of the
-            speakers' labels (``item_type="text"``).
+        InvalidMessageError: no text to speak (``message_index``); two speakers and a line of
+            the script that opens with neither speaker's label (``item_type="text"``, 03 §2).
     """
     index = len(messages) - 1
     last = messages[index]
@@ -291,44 +288,15 @@ def _speech_steps(
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
     speakers = config.tts_config or ()
     if len(speakers) == 2:
-        script = "".join(texts)
-        if not _SCRIPT_LABEL.match(script):
-            raise InvalidMessageError(
-                client, "text", index,
-                detail="a two-speaker script starts with a 'Name:' label on each turn",
-            )
-        if _SCRIPT_SPLIT_TOKEN in model_key(model):
-            names = [speaker.speaker or "" for speaker in speakers]
-            blocks = _script_turns(client, index, script, names)
+        turns = script_turns(client, index, "".join(texts), [s.speaker or "" for s in speakers])
+        if SCRIPT_SPLIT_TOKEN in model_key(model):
+            blocks = [
+                {"type": "text", "text": said,
+                 "annotations": [{"type": "speech_metadata", "speaker": speaker}]}
+                for speaker, said in turns
+            ]
     step_type = "model_output" if last.role == "assistant" else "user_input"
     return [{"type": step_type, "content": blocks}]
-
-
-def _script_turns(
-    client: str, index: int, script: str, names: Sequence[str]
-) -> list[dict[str, Any]]:
-    """One text block per turn of a two-speaker script (``_speech_steps``).
-
-    Raises:
-        InvalidMessageError: the first line opens with neither speaker's label.
-    """
-    turns: list[tuple[str, list[str]]] = []
-    for line in script.splitlines():
-        head, colon, rest = line.partition(":")
-        if colon and head.strip() in names:
-            turns.append((head.strip(), [rest.strip()]))
-        elif turns:
-            turns[-1][1].append(line)
-        else:
-            raise InvalidMessageError(
-                client, "text", index,
-                detail=f"the script's first line must start with one of {list(names)} and ':'",
-            )
-    return [
-        {"type": "text", "text": text, "speech_metadata": {"speaker": speaker}}
-        for speaker, lines in turns
-        if (text := "\n".join(lines).strip())
-    ]
 
 
 # --------------------------------------------------------------------------------------------

@@ -308,9 +308,9 @@ def test_tts_requests_carry_only_speech_settings(tts: Any, speech: Any) -> None:
         "tts_config": tts, "max_tokens": 50, "thinking_level": "high", "system_prompt": "S",
         "tools": [TOOL], "tool_choice": "auto", "image_config": {"aspect_ratio": "1:1"},
     }
-    sent = body("gemini-3.1-flash-tts-preview", config)
+    sent = body("gemini-3.1-flash-tts-preview", config, [UniMessage.user("Joe: Hello")])
     assert sent == {
-        "contents": [{"role": "user", "parts": [{"text": "Hello"}]}],
+        "contents": [{"role": "user", "parts": [{"text": "Joe: Hello"}]}],
         "generationConfig": {
             "responseModalities": ["AUDIO"], "speechConfig": speech, "maxOutputTokens": 50,
         },
@@ -328,6 +328,59 @@ def test_tts_sends_the_text_of_the_last_message_only() -> None:
     with pytest.raises(UnsupportedContentError) as caught:
         request("gemini-3.8-flash-tts", None, [UniMessage("user", (ImageUrlDone(PNG_URI),))])
     assert caught.value.item_type == "image_url"
+
+
+TWO_SPEAKERS = {"tts_config": [{"voice": "Puck", "speaker": "Alice"},
+                               {"voice": "Kore", "speaker": "Bob"}]}
+
+
+@pytest.mark.parametrize("model", ["gemini-3.8-flash-tts", "Gemini-3.8-Flash-Lite-TTS"])
+def test_a_gemini_3_8_speech_model_takes_a_two_speaker_script_split_without_labels(
+    model: str,
+) -> None:
+    """05 §1: ``gemini-3.8`` + TTS + two speakers -> one part per turn, its label removed and
+    its speaker in ``speechMetadata`` (the 3.8 speech models read no labels)."""
+    script = [UniMessage.user("Alice: Hi\nBob: Hello")]
+    assert body(model, TWO_SPEAKERS, script)["contents"] == [{"role": "user", "parts": [
+        {"text": "Hi", "speechMetadata": {"speaker": "Alice"}},
+        {"text": "Hello", "speechMetadata": {"speaker": "Bob"}},
+    ]}]
+
+
+def test_blank_lines_of_a_script_are_passed_over() -> None:
+    # A blank line (spaces included) is no turn: scripts often separate turns so.
+    script = [UniMessage.user("\n  Alice: Hi, Bob: how are you? \n \n\nBob:Fine.\n",
+                              TextDone("Alice:\nBob: Good."))]
+    assert body("gemini-3.8-flash-tts", TWO_SPEAKERS, script)["contents"][0]["parts"] == [
+        {"text": "Hi, Bob: how are you?", "speechMetadata": {"speaker": "Alice"}},
+        {"text": "Fine.", "speechMetadata": {"speaker": "Bob"}},
+        {"text": "Good.", "speechMetadata": {"speaker": "Bob"}},
+    ]
+
+
+def test_other_speech_models_read_the_labelled_script_whole() -> None:
+    script = [UniMessage.user("Alice: Hi\n\nBob: Hello")]
+    assert body("gemini-3.1-flash-tts-preview", TWO_SPEAKERS, script)["contents"] == [
+        {"role": "user", "parts": [{"text": "Alice: Hi\n\nBob: Hello"}]}]
+    one = {"tts_config": [{"voice": "Puck", "speaker": "Alice"}]}
+    assert body("gemini-3.8-flash-tts", one, script)["contents"] == [
+        {"role": "user", "parts": [{"text": "Alice: Hi\n\nBob: Hello"}]}]
+
+
+@pytest.mark.parametrize("model", ["gemini-3.8-flash-tts", "gemini-3.1-flash-tts-preview"])
+@pytest.mark.parametrize(
+    "text",
+    ["Alice: Hi\nand then she left", "Narrator: once\nAlice: Hi", "no labels at all",
+     "Alice: Hi\nCarol: Hello", "alice: Hi", "\n \n", "Alice:\nBob:  "],
+    ids=["unlabeled-line", "other-speaker-first", "no-label", "unknown-speaker", "case",
+         "blank", "nothing-said"],
+)
+def test_a_two_speaker_script_line_without_a_speakers_label_is_refused_before_the_request(
+    model: str, text: str
+) -> None:
+    with pytest.raises(InvalidMessageError) as caught:
+        request(model, TWO_SPEAKERS, [*HELLO, UniMessage.user(text)])
+    assert (caught.value.item_type, caught.value.message_index) == ("text", 1)
 
 
 def test_only_generate_content_rows_are_served_here() -> None:

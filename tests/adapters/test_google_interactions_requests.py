@@ -316,25 +316,38 @@ def test_a_speech_model_gets_the_last_message_text_only() -> None:
 
 
 TWO = UniConfig(tts_config=(SpeakerConfig("Puck", "Ann"), SpeakerConfig("Kore", "Bob")))
-SCRIPT = user(TextDone("Ann: Hi Bob!\nHow are you?\n\n"), TextDone("Bob: Fine: thanks."))
+SCRIPT = user(TextDone("Ann: Hi Bob!\n\n  Ann: How are you?\n"), TextDone("Bob: Fine: thanks."))
+
+
+def said(speaker: str, text: str) -> dict[str, Any]:
+    """A turn of a split script as the Interactions API takes it (05 §1)."""
+    return {"type": "text", "text": text,
+            "annotations": [{"type": "speech_metadata", "speaker": speaker}]}
 
 
 @pytest.mark.parametrize("model", ["gemini-3.8-flash-tts", "gemini-3.8-flash-lite-tts"])
 def test_a_gemini_3_8_speech_model_takes_a_two_speaker_script_split_into_turns(
     model: str,
 ) -> None:
-    """05 §1: ``gemini-3.8`` + TTS + two speakers -> script split, one text per turn."""
+    """05 §1: ``gemini-3.8`` + TTS + two speakers -> script split, one text per turn, its
+    label removed and its speaker in a ``speech_metadata`` annotation; blank lines are no
+    turns."""
     assert build(TWO, messages=[SCRIPT], model=model)["input"] == [
         {"type": "user_input", "content": [
-            {"type": "text", "text": "Hi Bob!\nHow are you?",
-             "speech_metadata": {"speaker": "Ann"}},
-            {"type": "text", "text": "Fine: thanks.", "speech_metadata": {"speaker": "Bob"}},
+            said("Ann", "Hi Bob!"), said("Ann", "How are you?"), said("Bob", "Fine: thanks."),
         ]},
     ]
 
 
+def test_the_reference_example_of_two_speakers() -> None:
+    two = UniConfig(tts_config=(SpeakerConfig("Puck", "Alice"), SpeakerConfig("Kore", "Bob")))
+    script = user(TextDone("Alice: Hi\nBob: Hello"))
+    assert build(two, messages=[script], model=TTS)["input"][0]["content"] == [
+        said("Alice", "Hi"), said("Bob", "Hello")]
+
+
 def test_other_speech_models_and_one_voice_keep_the_script_whole() -> None:
-    whole = [{"type": "text", "text": "Ann: Hi Bob!\nHow are you?\n\n"},
+    whole = [{"type": "text", "text": "Ann: Hi Bob!\n\n  Ann: How are you?\n"},
              {"type": "text", "text": "Bob: Fine: thanks."}]
     assert build(TWO, messages=[SCRIPT], model="gemini-3.1-flash-tts-preview")["input"] == [
         {"type": "user_input", "content": whole},
@@ -343,23 +356,25 @@ def test_other_speech_models_and_one_voice_keep_the_script_whole() -> None:
     assert build(one, messages=[SCRIPT], model=TTS)["input"][0]["content"] == whole
 
 
-def test_a_split_script_must_open_with_a_speakers_label() -> None:
+@pytest.mark.parametrize("model", [TTS, "gemini-3.1-flash-tts-preview"])
+@pytest.mark.parametrize(
+    "text",
+    ["Narrator: once upon a time", "Ann: Hi Bob!\nHow are you?", "no labels here",
+     "Ann: Hi\nbob: hello", "\n\t\n"],
+    ids=["other-speaker", "unlabeled-line", "no-label", "case", "blank"],
+)
+def test_a_two_speaker_script_line_without_a_speakers_label_is_refused(
+    model: str, text: str
+) -> None:
     with pytest.raises(InvalidMessageError) as caught:
-        build(TWO, messages=[user(TextDone("Narrator: once upon a time"))], model=TTS)
-    assert (caught.value.item_type, caught.value.message_index) == ("text", 0)
+        build(TWO, messages=[HELLO, user(TextDone(text))], model=model)
+    assert (caught.value.item_type, caught.value.message_index) == ("text", 1)
 
 
 def test_a_speech_request_needs_text() -> None:
     with pytest.raises(InvalidMessageError) as caught:
         build(messages=[HELLO, user(TextDone(""))], model=TTS)
     assert caught.value.message_index == 1
-
-
-def test_a_two_speaker_script_needs_a_label() -> None:
-    two = UniConfig(tts_config=(SpeakerConfig("Puck", "Ann"), SpeakerConfig("Kore", "Bob")))
-    with pytest.raises(InvalidMessageError) as caught:
-        build(two, messages=[user(TextDone("no labels here"))], model=TTS)
-    assert (caught.value.item_type, caught.value.message_index) == ("text", 0)
 
 
 # -- messages (05 §5) --------------------------------------------------------------------------
