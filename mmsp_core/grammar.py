@@ -381,6 +381,7 @@ def _without_surrogates(item: Any) -> Any:
     changes: dict[str, Any] = {}
     for field in attrs.fields(type(item)):
         value = getattr(item, field.name)
+        repaired: Any  # a string or a mapping (a compiled build checks a narrower type)
         if isinstance(value, str):
             repaired = repair_surrogates(value)
         elif isinstance(value, Mapping):
