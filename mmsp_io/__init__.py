@@ -5,10 +5,10 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 ``httpx.AsyncClient``, and the values, items and errors a client user meets are re-exported
 from ``mmsp_core`` and ``adapters``.
 
-``AutoLLMClient``, ``Timeouts``, ``open_stream`` and ``list_supported_models`` are loaded on
-first use (``mmsp_core._lazy``): they bring in httpx and every protocol package, which a
-program that only needs the values and errors never pays for (issue 9, docs/architecture.md
-"Import cost").
+``AutoLLMClient``, ``Timeouts``, ``RemoteImages`` (which remote images a client fetches),
+``open_stream`` and ``list_supported_models`` are loaded on first use (``mmsp_core._lazy``):
+they bring in httpx and every protocol package, which a program that only needs the values and
+errors never pays for (issue 9, docs/architecture.md "Import cost").
 """
 
 from typing import TYPE_CHECKING, Final
@@ -74,12 +74,14 @@ if TYPE_CHECKING:
 
     from .client import AutoLLMClient
     from .driver import Timeouts, open_stream
+    from .remote_images import RemoteImages
 
 #: The names loaded on first use, each with the module that defines it (module doc).
 _ON_FIRST_USE: Final = {
     "AutoLLMClient": "mmsp_io.client",
     "Timeouts": "mmsp_io.driver",
     "open_stream": "mmsp_io.driver",
+    "RemoteImages": "mmsp_io.remote_images",
     "list_supported_models": "adapters",
 }
 
@@ -105,6 +107,7 @@ __all__ = [
     "MMSPError",
     "MalformedEventError",
     "PromptCaching",
+    "RemoteImages",
     "ProviderConnectionError",
     "ProviderHTTPError",
     "ProviderStreamError",

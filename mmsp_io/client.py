@@ -94,13 +94,21 @@ from . import tracer
 from ._transport import own_http_client
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, fetch_body, open_stream
+from .remote_images import IMAGE_LIMIT, RemoteImages, checked_client
 
 __all__ = ["IMAGE_LIMIT", "AutoLLMClient"]
 
 _logger = logging.getLogger("mmsp_io")
 
-#: The largest remote image fetched for a builder (08 D37).
-IMAGE_LIMIT: Final = 20 * 1024 * 1024
+#: Redirects followed by one image fetch (each hop checked as the first, 08 D37).
+_IMAGE_REDIRECTS: Final = 5
+#: An image is read as sent: its length is what the limits count.
+_IMAGE_HEADERS: Final = (("accept-encoding", "identity"),)
+#: Why a remote image is refused when the client fetches none (``RemoteImages.enabled``).
+_IMAGES_OFF: Final = (
+    "remote images are not fetched here: send the image as a data: URI, or enable fetching "
+    "(RemoteImages(enabled=True); on an MMSP server, remote_images.enabled in its configuration)"
+)
 #: The largest ``list_models`` page read, and how many pages are followed (spec 04 §5).
 _MODEL_PAGE_LIMIT: Final = 16 * 1024 * 1024
 _MAX_MODEL_PAGES: Final = 100
@@ -264,6 +272,38 @@ def _upstream_http_error(
                          error)
 
 
+class _Redirect(Exception):
+    """A redirect answered to an image fetch: the next hop (``_image_answer``)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+class _Refused(Exception):
+    """Another non-2xx answer to an image fetch; only its status is told (08 D37)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _image_answer(status: int, headers: Mapping[str, str], body: bytes) -> Exception:
+    """The exception of a non-2xx answer to an image fetch (``fetch_body``'s
+    ``error_for_status``): a redirect to follow, else the status alone; the body is never
+    shown."""
+    location = headers.get("location")
+    if 300 <= status < 400 and location:
+        return _Redirect(location)
+    return _Refused(status)
+
+
+def _size(count: int) -> str:
+    """A byte count as people read it: whole MiB, else bytes."""
+    mib = 1024 * 1024
+    return f"{count // mib} MiB" if count % mib == 0 else f"{count:,} bytes"
+
+
 @attrs.frozen
 class _Call:
     """One call, ready to send: what preflight decided (spec 02 §8)."""
@@ -302,6 +342,9 @@ class AutoLLMClient:
         max_retries: retries before the first event (08 D21).
         strict: unknown wire events raise ``UnknownEventError``; ``None`` reads ``MMSP_DEBUG``.
         trace_dir: where traces go; ``None`` means ``MMSP_CACHE_DIR`` or ``./cache``.
+        remote_images: which http(s) images are fetched for a client type that sends images
+            as bytes, and how many bytes (08 D37); ``None`` means ``RemoteImages()``: any host,
+            at most ``IMAGE_LIMIT`` bytes an image.
 
     Raises:
         RoutingError: no client type can be chosen, or a service-account key on
@@ -314,7 +357,7 @@ class AutoLLMClient:
             checked after the Bedrock and Vertex rules).
         TypeError: ``http_client`` is not an ``httpx.AsyncClient``, ``timeouts`` not a
             ``Timeouts``, ``max_retries`` not an int, ``default_headers`` not a mapping of
-            strings (08 D69).
+            strings (08 D69), ``remote_images`` not a ``RemoteImages``.
         ValueError: a negative ``max_retries``.
     """
 
@@ -331,8 +374,12 @@ class AutoLLMClient:
         max_retries: int = 2,
         strict: bool | None = None,
         trace_dir: str | os.PathLike[str] | None = None,
+        remote_images: RemoteImages | None = None,
     ) -> None:
         _check_argument_types(http_client, timeouts, max_retries, default_headers)
+        if remote_images is not None and not isinstance(remote_images, RemoteImages):
+            raise TypeError(f"remote_images must be a mmsp_io.RemoteImages (or None), not "
+                            f"{type(remote_images).__name__}")
         named = client_type or _env("CLIENT_TYPE")
         self._model = model
         self._client_type = adapters.route(model, named)
@@ -354,6 +401,7 @@ class AutoLLMClient:
         self._max_retries = max_retries
         self._strict = strict if strict is not None else _debug_from_environment()
         self._trace_root = tracer.trace_dir(trace_dir)
+        self._remote_images = remote_images if remote_images is not None else RemoteImages()
         self._history: list[UniMessage] = []
         self._in_flight: _StatefulCall | None = None
 
@@ -659,63 +707,115 @@ class AutoLLMClient:
         timeouts: Timeouts,
         started: float,
     ) -> list[UniMessage]:
-        """Return copies of ``messages`` with every http(s) image as a ``data:`` URI.
+        """Return copies of ``messages`` with every http(s) image as a ``data:`` URI, fetched
+        as the client's ``RemoteImages`` allows: each URL once, an image within
+        ``max_image_bytes`` and all of them within ``max_total_bytes``; a host that must be
+        checked through ``checked_client`` (``mmsp_io.remote_images``).
 
         Raises:
-            InvalidMessageError: an image that cannot be fetched (``item_type="image_url"``,
-                the reason in ``detail``).
+            InvalidMessageError: remote images are not fetched (``enabled`` is off), or one
+                cannot be fetched (``item_type="image_url"``, the reason in ``detail``).
             AbortedError: ``signal`` fired while fetching.
         """
+        policy = self._remote_images
         fetched: dict[str, str] = {}
+        left = policy.max_total_bytes
+        async with AsyncExitStack() as stack:
+            http: httpx.AsyncClient | None = None
 
-        async def inline(url: str, index: int) -> str:
-            if not url.lower().startswith(("http://", "https://")):
-                return url
-            if url not in fetched:
-                fetched[url] = await self._fetch_image(url, index, signal, timeouts, started)
-            return fetched[url]
+            async def inline(url: str, index: int) -> str:
+                nonlocal http, left
+                if not url.lower().startswith(("http://", "https://")) or url in fetched:
+                    return fetched.get(url, url)
+                if not policy.enabled:
+                    raise InvalidMessageError(self._client_type, "image_url", index,
+                                              detail=_IMAGES_OFF)
+                if http is None:
+                    http = self._http if policy.allow_private else (
+                        await stack.enter_async_context(checked_client(policy)))
+                fetched[url], size = await self._fetch_image(http, url, index, signal,
+                                                             timeouts, started, left)
+                left -= size
+                return fetched[url]
 
-        out = []
-        for index, message in enumerate(messages):
-            items = []
-            for item in message.content_items:
-                if isinstance(item, ImageUrlDone):
-                    item = ImageUrlDone(await inline(item.image_url, index))
-                elif isinstance(item, ToolResultDone) and item.images:
-                    item = attrs.evolve(
-                        item, images=tuple([await inline(url, index) for url in item.images])
-                    )
-                items.append(item)
-            out.append(attrs.evolve(message, content_items=tuple(items)))
+            out = []
+            for index, message in enumerate(messages):
+                items = []
+                for item in message.content_items:
+                    if isinstance(item, ImageUrlDone):
+                        item = ImageUrlDone(await inline(item.image_url, index))
+                    elif isinstance(item, ToolResultDone) and item.images:
+                        item = attrs.evolve(
+                            item, images=tuple([await inline(url, index) for url in item.images])
+                        )
+                    items.append(item)
+                out.append(attrs.evolve(message, content_items=tuple(items)))
         return out
 
     async def _fetch_image(
-        self, url: str, index: int, signal: AbortSignal | None, timeouts: Timeouts,
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        index: int,
+        signal: AbortSignal | None,
+        timeouts: Timeouts,
         started: float,
-    ) -> str:
-        """Fetch one image (no credentials; redirects followed) as a ``data:`` URI."""
+        left: int,
+    ) -> tuple[str, int]:
+        """Fetch one image through ``http`` (no credentials; at most ``_IMAGE_REDIRECTS``
+        redirects, each one a new request) as a ``data:`` URI; return it and the image's size.
+        At most ``max_image_bytes`` are read, and no more than ``left`` of the call's total.
+
+        No text of the answer shows in an error, and every failure to get one (a refused host,
+        no connection, a timeout) reads alike, so that a caller learns nothing of what it
+        cannot fetch (08 D37).
+
+        Raises:
+            InvalidMessageError: ``item_type="image_url"``: the image cannot be fetched, is
+                larger than allowed or is not an image.
+            AbortedError: ``signal`` fired while fetching.
+        """
         client = self._client_type
+        largest = self._remote_images.max_image_bytes
 
-        def failed(reason: str) -> InvalidMessageError:
+        def failed(reason: str = "") -> InvalidMessageError:
+            text = f"could not fetch the image {preview(url)}"
             return InvalidMessageError(client, "image_url", index,
-                                       detail=f"could not fetch the image {preview(url)}: {reason}")
+                                       detail=f"{text}: {reason}" if reason else text)
 
+        target = url
         try:
-            with abortable(signal, client):
-                body, headers = await fetch_body(
-                    self._http, url, client=client, timeouts=timeouts, limit=IMAGE_LIMIT,
-                    follow_redirects=True, started=started,
-                )
+            for _ in range(_IMAGE_REDIRECTS + 1):
+                try:
+                    with abortable(signal, client):
+                        body, headers = await fetch_body(
+                            http, target, client=client, timeouts=timeouts,
+                            limit=min(largest, left), headers=_IMAGE_HEADERS,
+                            error_for_status=_image_answer, started=started,
+                        )
+                    break
+                except _Redirect as redirect:
+                    target = str(httpx.URL(target).join(redirect.location))
+                    if not target.lower().startswith(("http://", "https://")):
+                        raise failed() from None
+            else:
+                raise failed("too many redirects")
         except StreamLimitError as exc:
-            raise failed(f"it is larger than {IMAGE_LIMIT // (1024 * 1024)} MB") from exc
-        except (ProviderHTTPError, ProviderConnectionError, StreamTimeoutError) as exc:
-            raise failed(str(exc)) from exc
+            if left < largest:
+                total = self._remote_images.max_total_bytes
+                raise failed(f"the images of this request are larger than {_size(total)} "
+                             "together") from exc
+            raise failed(f"it is larger than {_size(largest)}") from exc
+        except _Refused as exc:
+            raise failed(f"HTTP {exc.status}") from None
+        except (ProviderConnectionError, StreamTimeoutError) as exc:
+            raise failed() from exc
         except httpx.InvalidURL as exc:
             raise failed("the URL is not valid") from exc
         mime = headers.get("content-type", "").split(";")[0].strip().lower()
         if not mime.startswith("image/"):
-            raise failed(f"the content type is {mime or 'missing'}, not an image")
-        return f"data:{mime};base64,{base64.b64encode(body).decode('ascii')}"
+            raise failed("the answer is not an image")
+        return f"data:{mime};base64,{base64.b64encode(body).decode('ascii')}", len(body)
 
     # -- list_models (spec 04 §5) ------------------------------------------------------------
 

@@ -9,18 +9,20 @@ an ``Output``: ``start``/``send``/``respond``/``cut`` and ``client_gone``, which
 core's ``Response`` is and the ASGI front end imitates. The front end also cancels the handler
 when the caller leaves. Nothing here knows which front end runs it.
 
-1. ``Gateway.decide(request)`` is plain code: bearer authentication for every ``/v1/`` path
-   (07 §3, ``hmac.compare_digest`` against every key), the routes, and the refusals of 07 §4 in
-   table order. It returns either a whole ``Answer`` (a refusal, the model list, the metrics)
-   or a ``StreamCall`` (the row and the request's messages and config, forwarded as sent).
-2. A ``StreamCall`` is streamed by two tasks joined by a bounded buffer of
-   ``_BUFFERED_FRAMES`` SSE frames. The *producer* runs the row client's stateless
-   ``streaming_response(messages, config, signal)`` and puts each public event, as
-   ``data: <json>``, in the buffer; the stream ends with ``data: [DONE]``. Every error the
-   client raises, those raised before any provider request included, becomes one
-   ``data: {"error": <wire error>}`` frame under status 200 (07 §4, 03 §3). The *writer* takes
-   frames out and sends them; while no frame is ready it sends ``: keep-alive`` every
-   ``keepalive`` seconds.
+1. ``Gateway.decide(request)`` is plain code: the ``Host`` rule of an open server (below),
+   bearer authentication for every ``/v1/`` path (07 §3, ``hmac.compare_digest`` against every
+   key), the routes, and the refusals of 07 §4 in table order. It returns either a whole
+   ``Answer`` (a refusal, the model list, the metrics) or a ``StreamCall`` (the row and the
+   request's messages and config, forwarded as sent).
+2. A ``StreamCall`` is streamed by two tasks joined by a buffer of at most ``_BUFFERED_BYTES``
+   bytes of SSE frames (``_Frames``; a larger frame waits for the buffer to empty and is then
+   held alone). The *producer* first refuses the ``extra_body`` keys the row does not forward
+   (below), then runs the row client's stateless ``streaming_response(messages, config,
+   signal)`` and puts each public event, as ``data: <json>``, in the buffer; the stream ends
+   with ``data: [DONE]``. Every error the client raises, those raised before any provider
+   request included, becomes one ``data: {"error": <wire error>}`` frame under status 200
+   (07 §4, 03 §3). The *writer* takes frames out and sends them; while no frame is ready it
+   sends ``: keep-alive`` every ``keepalive`` seconds.
 3. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
    waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
    seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
@@ -34,10 +36,30 @@ when the caller leaves. Nothing here knows which front end runs it.
 
 Whether a refused request reached a provider: it did not; nothing before step 2 sends
 anything upstream.
+
+What a caller may make the gateway do is bounded by the operator's configuration
+(``config``):
+
+- ``Host``: an open server (no ``api_keys``) listening on a loopback address answers only
+  requests whose ``Host`` header names a loopback host (the trace page's rule), else 403
+  ``PermissionDeniedError`` (counted as ``refused.unauthorized``): a web page the operator
+  visits cannot drive it through a name that resolves to ``127.0.0.1`` (DNS rebinding). A
+  front end tells ``handle`` the address it listens on, or the one the request came in at
+  (``local_host``); when it cannot, the rule applies.
+- ``extra_body``: a caller's config is forwarded as sent (07 §4), but ``extra_body`` is
+  sent to the provider unread, so each of its keys must be listed in the row's
+  ``extra_body_keys``, else the call ends with an ``UnsupportedParameterError`` event
+  (``parameter="extra_body"``) before any provider request (a caller's ``n: 8`` would
+  multiply the operator's cost).
+- remote images: the rows' clients fetch the images callers name only as ``remote_images``
+  allows (``mmsp_io.RemoteImages``; by default nothing is fetched).
+- ``GET /v1/metrics`` shows the error texts of failed calls only with
+  ``metrics.show_errors`` (08 D75).
 """
 
 from __future__ import annotations
 
+import collections
 import hmac
 import json
 import logging
@@ -52,7 +74,7 @@ import anyio.abc
 import attrs
 import httpx
 
-from mmsp_core.errors import AbortedError, MMSPError, redact
+from mmsp_core.errors import AbortedError, MMSPError, UnsupportedParameterError, preview, redact
 from mmsp_core.model import UniEvent
 from mmsp_core.wire import to_wire
 
@@ -60,6 +82,7 @@ from ..abort import AbortSignal
 from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request
+from ..traces import _is_loopback, _names_loopback
 from .config import ConfigError, ModelRow, ServerConfig, resolve_config
 from .metrics import Metrics, Tally
 
@@ -71,8 +94,9 @@ _logger = logging.getLogger("mmsp_io")
 MAX_BODY_BYTES: Final = 50 * 1024 * 1024
 DEFAULT_KEEPALIVE: Final = 15.0
 DEFAULT_IDLE_TIMEOUT: Final = 120.0
-#: Frames a stream holds between its upstream call and its caller (module doc, step 3).
-_BUFFERED_FRAMES: Final = 16
+#: Bytes of frames a stream holds between its upstream call and its caller (module doc,
+#: steps 2 and 3).
+_BUFFERED_BYTES: Final = 1024 * 1024
 #: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
 _PIECE: Final = 64 * 1024
 #: Connections each row's HTTP client keeps to its provider.
@@ -164,6 +188,56 @@ def _media_type(value: str | None) -> str:
 
 
 @final
+class _Frames:
+    """The frames between a stream's producer and its writer: at most ``limit`` bytes, but a
+    frame larger than that is held alone (module docstring, step 2). One producer, one writer.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._held = 0
+        self._closed = False
+        #: The event a waiting side waits on (the producer for room, the writer for a frame,
+        #: never both at once); made only when one waits.
+        self._changed: anyio.Event | None = None
+
+    async def _wait(self) -> None:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def put(self, frame: bytes) -> None:
+        """Queue ``frame`` once there is room for it (or nothing else is held)."""
+        while self._frames and self._held + len(frame) > self._limit:
+            await self._wait()
+        self._frames.append(frame)
+        self._held += len(frame)
+        self._notify()
+
+    def close(self) -> None:
+        """No more frames: ``get`` returns ``None`` once the queued ones are taken."""
+        self._closed = True
+        self._notify()
+
+    async def get(self) -> bytes | None:
+        """The next frame, waiting for one; ``None`` after the last one (``close``)."""
+        while not self._frames:
+            if self._closed:
+                return None
+            await self._wait()
+        frame = self._frames.popleft()
+        self._held -= len(frame)
+        self._notify()
+        return frame
+
+
+@final
 class Gateway:
     """The request handling of the MMSP server (module docstring).
 
@@ -202,7 +276,8 @@ class Gateway:
             self._clients[row.server_model_id] = self._client(
                 index, row, trace_dir=trace_dir, timeouts=timeouts, max_retries=max_retries)
         self.metrics = Metrics([row.server_model_id for row in self.config.models],
-                               wall=time.time, monotonic=time.monotonic)
+                               wall=time.time, monotonic=time.monotonic,
+                               show_errors=self.config.show_errors)
         self._signals: set[AbortSignal] = set()
 
     def _client(
@@ -224,7 +299,8 @@ class Gateway:
             client = AutoLLMClient(row.model_id, api_key=row.api_key, base_url=row.base_url,
                                    client_type=row.client_type, http_client=http,
                                    trace_dir=trace_dir, timeouts=timeouts,
-                                   max_retries=max_retries)
+                                   max_retries=max_retries,
+                                   remote_images=self.config.remote_images)
         except (MMSPError, TypeError, ValueError) as exc:
             where = f"{self.config.source}: " if self.config.source else ""
             message = redact(str(exc), row.api_key)
@@ -257,8 +333,23 @@ class Gateway:
         matches = [hmac.compare_digest(presented, key) for key in self._tokens]
         return any(matches)
 
-    def decide(self, request: Request) -> Answer | StreamCall:
-        """Route ``request`` and apply the refusals of 07 §3 and §4, in their order."""
+    def host_allowed(self, request: Request, local_host: str | None) -> bool:
+        """Whether ``request`` passes the ``Host`` rule of an open server (module docstring):
+        a server with ``api_keys``, one listening at a non-loopback ``local_host``, or a
+        ``Host`` header that names a loopback host (``None``: the address is not known, the
+        rule applies)."""
+        if not self.config.open or (local_host is not None and not _is_loopback(local_host)):
+            return True
+        return _names_loopback(request.header("host"))
+
+    def decide(self, request: Request, *, local_host: str | None = None) -> Answer | StreamCall:
+        """Route ``request`` and apply the ``Host`` rule of an open server (``host_allowed``),
+        then the refusals of 07 §3 and §4, in their order."""
+        if not self.host_allowed(request, local_host):
+            self.metrics.refused("unauthorized")
+            return refusal(403, "PermissionDeniedError",
+                           "The Host header names no loopback host: this server has no "
+                           "api_keys and answers only requests addressed to a loopback host.")
         if not self.authorised(request):
             self.metrics.refused("unauthorized")
             return refusal(401, "AuthenticationError", "Invalid or missing API key.")
@@ -309,14 +400,17 @@ class Gateway:
 
     # -- step 2: answer ----------------------------------------------------------------------
 
-    async def handle(self, request: Request, out: Output) -> None:
-        """Answer ``request`` through ``out`` (module docstring).
+    async def handle(
+        self, request: Request, out: Output, *, local_host: str | None = None
+    ) -> None:
+        """Answer ``request`` through ``out`` (module docstring); ``local_host`` is the address
+        the server listens on or the request came in at (``None``: not known).
 
         Raises:
             anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while
                 a whole answer or the stream's head was being sent.
         """
-        decision = self.decide(request)
+        decision = self.decide(request, local_host=local_host)
         if isinstance(decision, Answer):
             await out.respond(decision.status, decision.headers, decision.body)
             return
@@ -330,10 +424,10 @@ class Gateway:
         delivered = False
         try:
             await out.start(200, _SSE_HEADERS)
-            sender, receiver = anyio.create_memory_object_stream[bytes](_BUFFERED_FRAMES)
-            async with receiver, anyio.create_task_group() as tasks:
-                tasks.start_soon(self._produce, call, signal, sender, tally)
-                delivered = await self._write(receiver, out, signal, tally)
+            frames = _Frames(_BUFFERED_BYTES)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._produce, call, signal, frames, tally)
+                delivered = await self._write(frames, out, signal, tally)
                 tasks.cancel_scope.cancel()
         finally:
             # A caller may close as soon as it has ``[DONE]`` (08 D56), before the end of the
@@ -346,51 +440,44 @@ class Gateway:
             tally.end(client_gone=gone)
 
     async def _produce(
-        self,
-        call: StreamCall,
-        signal: AbortSignal,
-        sender: anyio.abc.ObjectSendStream[bytes],
-        tally: Tally,
+        self, call: StreamCall, signal: AbortSignal, frames: _Frames, tally: Tally
     ) -> None:
-        """Run the row's call and queue its frames, an error as one error frame, then
-        ``[DONE]`` (07 §4). An abort (shutdown, an idle caller) queues ``[DONE]`` only."""
+        """Refuse the ``extra_body`` keys the row does not forward, run the row's call and
+        queue its frames, an error as one error frame, then ``[DONE]`` (07 §4). An abort
+        (shutdown, an idle caller) queues ``[DONE]`` only."""
         client = self._clients[call.row.server_model_id]
-        async with sender:
-            try:
-                stream = client.streaming_response(call.messages, call.config, signal)
-                async with aclosing(stream) as events:
-                    async for event in events:
-                        tally.event(stop=event.event_type == "stop", usage=event.usage_metadata)
-                        await sender.send(_event_frame(event))
-            except AbortedError as exc:
-                tally.failed(str(exc))
-            except Exception as exc:  # every error is one event under status 200 (07 §4)
-                error = wire_error(exc, call.row.api_key)
-                if not isinstance(exc, MMSPError):  # a bug: logged, without the row's key
-                    _logger.error("%s: the row's client failed: %s: %s",
-                                  call.row.server_model_id, error["error"]["type"],
-                                  error["error"]["message"])
-                tally.failed(error["error"]["message"])
-                await sender.send(_frame(error))
-            await sender.send(_DONE)
+        try:
+            _check_extra_body(call, client.client_type)
+            stream = client.streaming_response(call.messages, call.config, signal)
+            async with aclosing(stream) as events:
+                async for event in events:
+                    tally.event(stop=event.event_type == "stop", usage=event.usage_metadata)
+                    await frames.put(_event_frame(event))
+        except AbortedError as exc:
+            tally.failed(str(exc))
+        except Exception as exc:  # every error is one event under status 200 (07 §4)
+            error = wire_error(exc, call.row.api_key)
+            if not isinstance(exc, MMSPError):  # a bug: logged, without the row's key
+                _logger.error("%s: the row's client failed: %s: %s",
+                              call.row.server_model_id, error["error"]["type"],
+                              error["error"]["message"])
+            tally.failed(error["error"]["message"])
+            await frames.put(_frame(error))
+        await frames.put(_DONE)
+        frames.close()
 
     async def _write(
-        self,
-        receiver: anyio.abc.ObjectReceiveStream[bytes],
-        out: Output,
-        signal: AbortSignal,
-        tally: Tally,
+        self, frames: _Frames, out: Output, signal: AbortSignal, tally: Tally
     ) -> bool:
         """Send the queued frames, keep-alives while none is ready (steps 2 and 3); return
         at the end of the stream (``True``: every frame was sent), once the caller is gone, or
         after cutting an idle caller."""
         while True:
-            frame = _KEEPALIVE
+            frame: bytes | None = _KEEPALIVE
             with anyio.move_on_after(self.keepalive):
-                try:
-                    frame = await receiver.receive()
-                except anyio.EndOfStream:
-                    return True
+                frame = await frames.get()
+            if frame is None:
+                return True
             for start in range(0, len(frame), _PIECE):
                 with anyio.move_on_after(self.idle_timeout) as timer:
                     try:
@@ -414,3 +501,23 @@ class Gateway:
 
 def _event_frame(event: UniEvent) -> bytes:
     return _frame(to_wire(event))
+
+
+def _check_extra_body(call: StreamCall, client_type: str) -> None:
+    """Refuse the keys of the call's ``extra_body`` that its row does not list in
+    ``extra_body_keys`` (module docstring).
+
+    Raises:
+        UnsupportedParameterError: ``parameter="extra_body"``, the refused keys in ``detail``.
+    """
+    extra = (call.config or {}).get("extra_body")
+    if not isinstance(extra, Mapping):  # anything else is the row's client's to refuse
+        return
+    refused = [str(key) for key in extra if key not in call.row.extra_body_keys]
+    if refused:
+        raise UnsupportedParameterError(
+            client_type, "extra_body",
+            detail=f"this server does not forward the extra_body keys {preview(repr(refused))} "
+                   f"for this model (its configuration lists the keys a row forwards in "
+                   f"extra_body_keys)",
+        )

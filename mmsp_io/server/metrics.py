@@ -8,6 +8,12 @@ the latest 1,000 successes: to the first public event and to the end. ``tokens_o
 sum of the successes' ``response_tokens`` and ``generation_ms`` the time they spent between
 their first event and their end, so ``tps`` is the rate at which answers were generated.
 
+Error texts (``errors[].message``, each model's ``last_error``) are shown only when the
+metrics are built with ``show_errors`` (the configuration's ``metrics.show_errors``, 08 D75):
+every token holder reads the metrics, and the text of one caller's error may tell another
+about that caller's request. Without it, ``errors`` still lists when and on which model calls
+failed, and ``last_error`` is ``null``.
+
 The optional time windows of 07 §5 (``?window=``, ``?from=``/``?to=``, the history file) are
 not kept: the snapshot covers the whole life of the server.
 
@@ -127,7 +133,8 @@ class Tally:
 
 @final
 class Metrics:
-    """The server's counts (module docstring), built with the clocks it reads."""
+    """The server's counts (module docstring), built with the clocks it reads; error texts
+    are shown only with ``show_errors``."""
 
     def __init__(
         self,
@@ -135,9 +142,11 @@ class Metrics:
         *,
         wall: Callable[[], float],
         monotonic: Callable[[], float],
+        show_errors: bool = False,
     ) -> None:
         self.wall = wall
         self.monotonic = monotonic
+        self.show_errors = show_errors
         self.started_at = wall()
         self._started_monotonic = monotonic()
         self._all = _Counts()
@@ -179,10 +188,12 @@ class Metrics:
                     counts.tokens[kind] += getattr(usage, f"{kind}_tokens") or 0
                 counts.tokens_out += usage.response_tokens or 0
         error = tally.error if outcome == "failure" else None
-        self._outcomes[tally.model] = (outcome, error)
         if error is not None:
-            self._errors.appendleft({"at": round(self.wall(), 3), "model": tally.model,
-                                     "message": error})
+            entry: dict[str, Any] = {"at": round(self.wall(), 3), "model": tally.model}
+            if self.show_errors:
+                entry["message"] = error
+            self._errors.appendleft(entry)
+        self._outcomes[tally.model] = (outcome, error if self.show_errors else None)
 
     def snapshot(self) -> dict[str, Any]:
         """The ``GET /v1/metrics`` document (07 §5, without the optional windows)."""

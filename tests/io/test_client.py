@@ -44,7 +44,7 @@ from mmsp_core import (
     WireFormatError,
 )
 from mmsp_core.testing import assert_stream_grammar
-from mmsp_io import AutoLLMClient, Timeouts
+from mmsp_io import AutoLLMClient, RemoteImages, Timeouts
 
 pytestmark = pytest.mark.anyio
 __all__ = ["clean_environment"]
@@ -493,7 +493,9 @@ def image_message(url: str = IMAGE_URL) -> dict[str, Any]:
                                               {"type": "image_url.done", "image_url": url}]}
 
 
-def chat_client(image: httpx.Response, seen: list[httpx.Request]) -> AutoLLMClient:
+def chat_client(
+    image: httpx.Response, seen: list[httpx.Request], **options: Any
+) -> AutoLLMClient:
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.url.host == "images.test":
@@ -501,7 +503,7 @@ def chat_client(image: httpx.Response, seen: list[httpx.Request]) -> AutoLLMClie
         return httpx.Response(200, stream=Body(CHAT_BODY))
 
     return AutoLLMClient("gpt-6", client_type="openai-chat", api_key=KEY, base_url=BASE,
-                         http_client=mock_client(handler))
+                         http_client=mock_client(handler), **options)
 
 
 async def test_remote_images_are_inlined_without_credentials_for_clients_that_need_bytes() -> None:
@@ -524,20 +526,19 @@ async def test_remote_images_are_inlined_without_credentials_for_clients_that_ne
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [
-        (httpx.Response(404, text="not found"), "404"),
+        (httpx.Response(404, text="not found"), "HTTP 404"),
         (httpx.Response(200, content=b"<html>", headers={"content-type": "text/html"}),
-         "text/html"),
+         "not an image"),
         (httpx.Response(200, content=PNG * 10, headers={"content-type": "image/png"}),
          "larger than"),
     ],
     ids=["404", "not-an-image", "too-large"],
 )
 async def test_an_image_that_cannot_be_fetched_is_an_invalid_message(
-    monkeypatch: pytest.MonkeyPatch, reply: httpx.Response, reason: str
+    reply: httpx.Response, reason: str
 ) -> None:
-    monkeypatch.setattr(mmsp_io.client, "IMAGE_LIMIT", len(PNG) * 5)
     seen: list[httpx.Request] = []
-    client = chat_client(reply, seen)
+    client = chat_client(reply, seen, remote_images=RemoteImages(max_image_bytes=len(PNG) * 5))
     with pytest.raises(InvalidMessageError) as caught:
         await collect(client.streaming_response([USER, image_message()], None))
     assert (caught.value.item_type, caught.value.message_index) == ("image_url", 1)

@@ -58,9 +58,17 @@ def front(request: pytest.FixtureRequest) -> str:
 
 
 def gateway(sim: Simulator, protocols: list[str], tmp_path: Path, **options: Any) -> Gateway:
+    """A gateway over the simulator's ``protocols``; ``settings`` are added to its
+    configuration document, the other options go to ``Gateway``."""
     options = {"timeouts": RELAXED, "max_retries": 0, "trace_dir": tmp_path / "traces",
                **options}
-    return Gateway(config(sim, protocols, keys=options.pop("keys", True)), **options)
+    document = {**config(sim, protocols, keys=options.pop("keys", True)),
+                **options.pop("settings", {})}
+    return Gateway(document, **options)
+
+
+#: The operator's setting that shows error texts in ``GET /v1/metrics`` (08 D75).
+SHOW_ERRORS = {"metrics": {"show_errors": True}}
 
 
 async def direct(
@@ -225,7 +233,7 @@ async def test_a_caller_who_reads_nothing_blocks_no_other_stream_and_is_cut(
     small = stream_body("openai-chat", "a small question")
     async with Simulator.running() as sim:
         sim.script.append(big)
-        gate = gateway(sim, ["openai-chat"], tmp_path, idle_timeout=1.0)
+        gate = gateway(sim, ["openai-chat"], tmp_path, idle_timeout=1.0, settings=SHOW_ERRORS)
         async with running(gate, front) as origin, httpx.AsyncClient() as http:
             silent = aclosing(_silent_caller(origin, stream_body("openai-chat")))
             async with silent as held:
@@ -460,7 +468,7 @@ async def test_models_and_metrics(front: str, tmp_path: Path) -> None:
                        finish_reason=FinishReason.TOOL_CALL)
     async with Simulator.running() as sim:
         sim.script.extend([tool_reply, Reply(status=400)])
-        gate = gateway(sim, protocols, tmp_path)
+        gate = gateway(sim, protocols, tmp_path, settings=SHOW_ERRORS)
         async with running(gate, front) as origin, httpx.AsyncClient() as http:
             await post_stream(http, origin, stream_body("openai-chat"))
             await post_stream(http, origin, stream_body("ant-messages"))
@@ -498,7 +506,7 @@ async def test_a_failure_that_is_no_mmsp_error_is_one_event_too_the_key_redacted
 ) -> None:
     key = "sk-sim-0123456789abcdef"
     async with Simulator.running(api_key=key) as sim:
-        gate = gateway(sim, ["openai-chat"], tmp_path)
+        gate = gateway(sim, ["openai-chat"], tmp_path, settings=SHOW_ERRORS)
 
         async def broken(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             raise LookupError(f"a bug that shows the key {key}-and-more")

@@ -20,7 +20,7 @@ def clock(start: float) -> tuple[Callable[[], float], Callable[[float], None]]:
 def test_counts_latencies_tokens_and_rates() -> None:
     wall, _ = clock(1_760_000_000.0)
     monotonic, advance = clock(100.0)
-    metrics = Metrics(["a", "b"], wall=wall, monotonic=monotonic)
+    metrics = Metrics(["a", "b"], wall=wall, monotonic=monotonic, show_errors=True)
     for first, rest, tokens in [(0.1, 0.9, 10), (0.2, 0.8, 5), (0.3, 0.25, 1)]:
         tally = metrics.begin("a")
         advance(first)
@@ -71,7 +71,7 @@ def test_before_any_request_the_rates_are_null() -> None:
 def test_the_kept_samples_and_errors_are_bounded() -> None:
     wall, _ = clock(0.0)
     monotonic, advance = clock(0.0)
-    metrics = Metrics(["a"], wall=wall, monotonic=monotonic)
+    metrics = Metrics(["a"], wall=wall, monotonic=monotonic, show_errors=True)
     for n in range(1200):
         tally = metrics.begin("a")
         advance(1.0 if n < 200 else 0.001)
