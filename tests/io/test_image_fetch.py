@@ -12,15 +12,20 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 import anyio
+import anyio.abc
 import attrs
 import pytest
+import trustme
+from anyio.streams.tls import TLSListener
 
+import mmsp_io.remote_images
 from mmsp_core.model import ImageUrlDone
 from mmsp_io import AutoLLMClient, InvalidMessageError, RemoteImages, Timeouts, httpserver
 from mmsp_io.remote_images import IMAGE_LIMIT, TOTAL_IMAGE_LIMIT, fetchable
@@ -263,6 +268,46 @@ async def test_an_allowed_name_is_fetched_at_its_resolved_address_with_its_own_h
     assert events[-1].event_type == "stop"
     assert images.seen == [("/image/100", f"images.test:{port}")]
     assert resolver.lookups == ["images.test"]
+
+
+async def test_https_goes_to_the_resolved_address_verified_for_the_name(
+    resolver: Resolver, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The connection is made to the address, the TLS handshake names the host (SNI) and the
+    certificate is checked against the name: one issued for ``images.test`` alone passes."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("images.test").configure_cert(server_context)
+    server_names: list[str | None] = []
+    server_context.sni_callback = lambda _sock, name, _context: server_names.append(name)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    monkeypatch.setattr(mmsp_io.remote_images, "_tls_context", lambda: client_context)
+    heads: list[bytes] = []
+
+    async def answer(stream: anyio.abc.ByteStream) -> None:
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive()
+            heads.append(head)
+            await stream.send(b"HTTP/1.1 200 OK\r\ncontent-type: image/png\r\n"
+                              b"content-length: 8\r\nconnection: close\r\n\r\n" + PNG_HEAD)
+
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    resolver.addresses["images.test"] = ["127.0.0.1"]
+    policy = RemoteImages(allow_private=False, allow_hosts=["images.test"])
+    async with (Simulator.running() as sim,
+                TLSListener(tcp, server_context, standard_compatible=False) as listener,
+                anyio.create_task_group() as tasks):
+        tasks.start_soon(listener.serve, answer)
+        events = await call(chat_client(sim, policy), f"https://images.test:{port}/cat.png")
+        tasks.cancel_scope.cancel()
+    assert events[-1].event_type == "stop"
+    assert server_names == ["images.test"]
+    assert f"host: images.test:{port}\r\n".encode() in heads[0].lower()
+    assert sent_images(sim) == ["data:image/png;base64,iVBORw0KGgo="]
 
 
 async def test_every_redirect_is_checked_as_the_first_request(
