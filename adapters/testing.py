@@ -81,6 +81,7 @@ from . import new_pipeline, render, resolve
 from ._registry import PROTOCOLS
 
 if TYPE_CHECKING:
+    from hypothesis import HealthCheck, settings
     from hypothesis.strategies import DataObject
 
 __all__ = [
@@ -126,12 +127,13 @@ class ProtocolCheck:
 
 
 def protocol_checks(
-    name: str, fixtures: Path | str | Iterable[Path | str], *, examples: int = 25
+    name: str, fixtures: Path | str | Iterable[Path | str], *, examples: int | None = None
 ) -> list[ProtocolCheck]:
     """Every check ``check_protocol`` runs, one by one (to report each as its own test).
 
     ``examples`` is the number of hypothesis examples of each property: chunkings, hostile
-    values per body (four times as many) and render round trips (eight times as many).
+    values per body (four times as many) and render round trips (eight times as many);
+    ``None`` gives each property the loaded hypothesis profile's ``max_examples``.
 
     Raises:
         KeyError: ``name`` is not a registered protocol.
@@ -145,14 +147,14 @@ def protocol_checks(
         checks.append(ProtocolCheck(case, functools.partial(
             check_recording, name, body, examples=examples)))
         checks.append(ProtocolCheck(f"{case}: only MMSPError", functools.partial(
-            check_only_mmsp_errors, name, body.read_bytes(), examples=4 * examples)))
+            check_only_mmsp_errors, name, body.read_bytes(), examples=_times(4, examples))))
     checks.append(ProtocolCheck("render round trip", functools.partial(
-        check_render_round_trip, name, examples=8 * examples)))
+        check_render_round_trip, name, examples=_times(8, examples))))
     return checks
 
 
 def check_protocol(
-    name: str, fixtures: Path | str | Iterable[Path | str], *, examples: int = 25
+    name: str, fixtures: Path | str | Iterable[Path | str], *, examples: int | None = None
 ) -> None:
     """Run every check of the module docstring for protocol ``name`` on ``fixtures``.
 
@@ -235,15 +237,31 @@ def _comparable(source: str, chunks: Iterable[bytes], **options: Any) -> Any:
     return outcome(*_run(source, chunks, **options))
 
 
+def _times(factor: int, examples: int | None) -> int | None:
+    """``factor`` times ``examples``; ``None`` (the profile's count) stays ``None``."""
+    return None if examples is None else factor * examples
+
+
+def _settings(examples: int | None, *also_suppressed: HealthCheck) -> settings:
+    """The hypothesis settings of one property: ``examples`` examples, or the loaded profile's
+    ``max_examples`` when ``None``; no deadline (a decode may be slow on a busy machine)."""
+    from hypothesis import HealthCheck, settings
+
+    chosen = settings(deadline=None,
+                      suppress_health_check=[HealthCheck.too_slow, *also_suppressed])
+    return chosen if examples is None else settings(chosen, max_examples=examples)
+
+
 def decode_every_way(
     source: str,
     body: bytes,
     *,
-    examples: int = 20,
+    examples: int | None = None,
     strict: bool = False,
     base_url: str | None = None,
 ) -> Run:
-    """Decode ``body`` whole, byte by byte and in ``examples`` random chunkings; all must agree.
+    """Decode ``body`` whole, byte by byte and in ``examples`` random chunkings (``None``: the
+    loaded hypothesis profile's ``max_examples``); all must agree.
 
     A stream that ends without error must pass ``assert_stream_grammar``. Returns the events
     and the error of the whole run.
@@ -251,7 +269,7 @@ def decode_every_way(
     Raises:
         AssertionError: two ways disagree, or the grammar is broken.
     """
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, given
 
     from mmsp_core.testing.strategies import chunked
 
@@ -261,11 +279,7 @@ def decode_every_way(
     bytewise = [body[i : i + 1] for i in range(len(body))]
     assert _comparable(source, bytewise, **options) == whole, "byte by byte differs"
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @_settings(examples, HealthCheck.data_too_large)
     @given(chunked(body))
     def random_chunkings(chunks: list[bytes]) -> None:
         assert _comparable(source, chunks, **options) == whole, "a chunking differs"
@@ -306,7 +320,7 @@ def check_recording(
     expected_path: Path | None = None,
     *,
     base_url: str | None = None,
-    examples: int = 25,
+    examples: int | None = None,
 ) -> None:
     """Run the checks of one recorded body (module docstring) with ``source`` (a protocol or
     client type name); ``expected_path`` defaults to ``<case>.expected.json`` beside it.
@@ -388,7 +402,7 @@ def _write(pieces: Sequence[bytes | _Document]) -> bytes:
     return b"".join(out)
 
 
-def check_only_mmsp_errors(source: str, body: bytes, *, examples: int = 100) -> None:
+def check_only_mmsp_errors(source: str, body: bytes, *, examples: int | None = None) -> None:
     """Put hostile JSON values at arbitrary paths of ``body``'s JSON documents (module
     docstring); decoding must give events and no error or an ``MMSPError`` (08 D59).
 
@@ -397,7 +411,7 @@ def check_only_mmsp_errors(source: str, body: bytes, *, examples: int = 100) -> 
             ended without error but breaks the grammar.
         Exception: whatever else the pipeline let out: that is the defect found.
     """
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, given
     from hypothesis import strategies as st
 
     from mmsp_core.testing.strategies import apply_edits, edits
@@ -406,11 +420,7 @@ def check_only_mmsp_errors(source: str, body: bytes, *, examples: int = 100) -> 
     positions = [i for i, piece in enumerate(pieces) if isinstance(piece, _Document)]
     assert positions, "the body holds no JSON document to put values into"
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @_settings(examples, HealthCheck.data_too_large)
     @given(data=st.data(), strict=st.booleans())
     def hostile_values(data: DataObject, strict: bool) -> None:
         hostile = list(pieces)
@@ -437,7 +447,7 @@ def _only_thinking(items: Sequence[DoneItem]) -> bool:
     return all(isinstance(item, ThinkingDone | InlineThinkingDone) for item in items)
 
 
-def check_render_round_trip(name: str, *, examples: int = 200) -> None:
+def check_render_round_trip(name: str, *, examples: int | None = None) -> None:
     """Hypothesis done items, usage and finish reason -> ``adapters.render(name, ...)`` ->
     decode in random chunkings -> the record's ``normalize``, its ``normalize_usage`` of that
     usage, that finish reason;
@@ -448,7 +458,7 @@ def check_render_round_trip(name: str, *, examples: int = 200) -> None:
     Raises:
         AssertionError: naming what differs, with the falsifying example.
     """
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from mmsp_core.testing.strategies import chunked, done_items, finish_reasons, usage
@@ -456,7 +466,7 @@ def check_render_round_trip(name: str, *, examples: int = 200) -> None:
     normalize = PROTOCOLS[name].normalize
     normalize_usage = PROTOCOLS[name].normalize_usage
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @_settings(examples)
     @given(
         items=st.lists(done_items(), max_size=6),
         counts=usage(),

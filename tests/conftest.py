@@ -1,25 +1,48 @@
-"""Shared fixtures: every async test runs under asyncio and trio; a deterministic clock; the
-parser and adapter stream tests run once per JSON backend."""
+"""Shared fixtures: every async test runs under asyncio and trio; a deterministic clock;
+hypothesis example counts from profiles; the tests that parse provider JSON run once per JSON
+backend.
+
+Hypothesis profiles: ``dev`` (the default) and ``ci`` (when ``CI=true``, as ``.ci/run`` runs:
+more examples); ``HYPOTHESIS_PROFILE`` names one explicitly. No test sets its own example count.
+
+JSON backends (``mmsp_core.jsonlib``): the tests of the parser and adapter suites
+(``BOTH_JSON_MODES``) run once per available backend, since their results must never depend on
+it, but for those that never parse JSON with the backend: a module of ``ONE_JSON_MODE``, or a
+test (or parameter) marked ``one_json_mode``, runs once, in the default mode. Both rules are
+checked while the tests run: a test that runs once and parses JSON with the backend fails (it
+belongs in both modes), and so does a test that runs in both modes and parses none (its second
+run would be the first one again: mark it ``one_json_mode``), but for a property test, whose
+examples decide whether it parses. ``MMSP_TEST_JSON_MODE`` names the
+one backend to run (the compiled build's test runs its suites in one mode).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mmsp_core import jsonlib
 
 TESTS = Path(__file__).resolve().parent
-#: The suites whose tests run once per JSON backend (``mmsp_core.jsonlib``): the parsers and
-#: the protocol adapters. Their results never depend on the backend; running both proves it.
+
+settings.register_profile(
+    "dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("ci", settings.get_profile("dev"), max_examples=120)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+)
+
+#: The suites whose tests run once per JSON backend: the parsers and the protocol adapters.
 BOTH_JSON_MODES = ("core", "adapters")
 #: Modules of those suites that never parse with the backend (they build requests, read the
 #: registry, the catalog or images, check sources, convert parsed values to and from the MMSP
-#: wire format; ``adapters/test_mmsp.py`` parses that format from bytes in both modes): both
-#: runs would be the same run, so they run once, and ``json_backend`` fails one of their tests
-#: that parses with the backend after all (move its module out of this list then).
+#: wire format): they run once.
 ONE_JSON_MODE = frozenset({
     "adapters/test_anthropic_requests.py",
     "adapters/test_catalog.py",
@@ -31,18 +54,24 @@ ONE_JSON_MODE = frozenset({
     "adapters/test_openai_responses_requests.py",
     "adapters/test_preflight.py",
     "adapters/test_protocol_purity.py",
+    "adapters/test_table.py",
     "core/test_constructors.py",
     "core/test_errors.py",
+    "core/test_fast_construct.py",
+    "core/test_jsonlib.py",
+    "core/test_memory_limits.py",
     "core/test_messages.py",
     "core/test_purity.py",
     "core/test_request.py",
+    "core/test_sse.py",
     "core/test_wire.py",
 })
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first: a test worker that takes one late would run on alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "one_json_mode: the test parses no JSON with the backend: it runs once"
+    )
 
 
 def _suite_module(path: Path) -> tuple[str, str]:
@@ -54,47 +83,73 @@ def _suite_module(path: Path) -> tuple[str, str]:
     return parts[0], "/".join(parts)
 
 
+def _json_modes() -> list[str]:
+    chosen = os.environ.get("MMSP_TEST_JSON_MODE")
+    return [chosen] if chosen else jsonlib.available()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``json_backend`` with every available backend for the tests of
     ``BOTH_JSON_MODES``, but for the modules of ``ONE_JSON_MODE``."""
     suite, module = _suite_module(metafunc.definition.path)
     if suite in BOTH_JSON_MODES and module not in ONE_JSON_MODE:
-        metafunc.parametrize("json_backend", jsonlib.available(), indirect=True)
+        metafunc.parametrize("json_backend", _json_modes(), indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run a test marked ``one_json_mode`` once: in the first backend only."""
+    first = _json_modes()[0]
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("json_backend") if callspec is not None else None
+        once = item.get_closest_marker("one_json_mode") is not None
+        (dropped if once and backend not in (None, first) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)
 def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The JSON backend of the test: each one in turn where ``pytest_generate_tests``
-    parametrized it; elsewhere the default, left as it is. In an ``ONE_JSON_MODE`` module the
-    test fails if it parsed JSON with the backend (the module then belongs in both modes)."""
+    """The JSON backend of the test, with the checks of the module docstring: a test that runs
+    once must parse no JSON with the backend, one that runs in every mode must parse some."""
     previous = jsonlib.backend()
     name: str | None = getattr(request, "param", None)
-    if name is not None:
-        jsonlib.use_backend(name)
-        try:
-            yield name
-        finally:
-            jsonlib.use_backend(previous)
-        return
-    if _suite_module(request.path)[1] not in ONE_JSON_MODE:
+    both = name is not None and request.node.get_closest_marker("one_json_mode") is None
+    # Whether a property test parses depends on the examples drawn: it is not held to parse.
+    must_parse = both and request.node.get_closest_marker("hypothesis") is None
+    if name is None and _suite_module(request.path)[0] not in BOTH_JSON_MODES:
         yield previous
         return
     parsed: list[str] = []
-    real = jsonlib.loads
+    real = jsonlib.loads if name is None else None
+    if name is not None:
+        jsonlib.use_backend(name)
+    chosen = jsonlib.loads
 
     def loads(text: str) -> Any:
         parsed.append(text[:80])
-        return real(text)
+        return chosen(text)
 
     jsonlib.loads = loads
     try:
-        yield previous
+        yield name or previous
     finally:
-        jsonlib.loads = real
-    assert not parsed, (
-        f"{request.node.nodeid} parsed JSON with the backend ({parsed[0]!r}...): move its "
-        "module out of ONE_JSON_MODE in tests/conftest.py so it runs in both JSON modes"
-    )
+        if real is not None:
+            jsonlib.loads = real
+        else:
+            jsonlib.use_backend(previous)
+    if must_parse:
+        assert parsed, (
+            f"{request.node.nodeid} runs in every JSON mode but parsed no JSON with the "
+            "backend: mark it one_json_mode (tests/conftest.py)"
+        )
+    elif not both:
+        assert not parsed, (
+            f"{request.node.nodeid} runs in one JSON mode but parsed JSON with the backend "
+            f"({parsed[0]!r}...): it belongs in both modes (tests/conftest.py)"
+        )
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -35,6 +35,7 @@ def test_protocol_check(name: str, check: ProtocolCheck) -> None:
     check.run()
 
 
+@pytest.mark.one_json_mode
 def test_every_body_of_a_folder_is_checked() -> None:
     # The folder also holds ``<case>.expected.json`` files: more suffixes, so not bodies.
     bodies = fixture_bodies(FIXTURES / "openai-chat")
@@ -52,7 +53,7 @@ def _copy_case(folder: Path) -> Path:
 
 
 def test_check_protocol_passes_a_good_recording(tmp_path: Path) -> None:
-    check_protocol("openai-chat", [_copy_case(tmp_path) / f"{CASE}.sse"], examples=5)
+    check_protocol("openai-chat", [_copy_case(tmp_path) / f"{CASE}.sse"])
 
 
 def test_check_protocol_fails_on_a_wrong_expected_file(tmp_path: Path) -> None:
@@ -60,10 +61,11 @@ def test_check_protocol_fails_on_a_wrong_expected_file(tmp_path: Path) -> None:
     expected = tmp_path / f"{CASE}.expected.json"
     expected.write_text(expected.read_text().replace('"text.done"', '"thinking.done"'))
     with pytest.raises(AssertionError, match="done items differ") as info:
-        check_protocol("openai-chat", tmp_path, examples=5)
+        check_protocol("openai-chat", tmp_path)
     assert f"check_protocol('openai-chat'): {CASE}" in info.value.__notes__
 
 
+@pytest.mark.one_json_mode
 def test_a_body_without_its_expected_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "lonely.sse").write_bytes(b"data: {}\n\n")
     with pytest.raises(AssertionError, match="no expected file"):

@@ -69,7 +69,7 @@ def usage(prompt: int, response: int, **counts: int) -> dict[str, Any]:
 
 def decode(*events: bytes, strict: bool = False) -> tuple[list[Any], BaseException | None]:
     """The done items (wire form) and the error of a body made of ``events``."""
-    events_out, error = decode_every_way(SOURCE, b"".join(events), examples=10, strict=strict)
+    events_out, error = decode_every_way(SOURCE, b"".join(events), strict=strict)
     done = [
         to_wire(e.content_items[0])
         for e in events_out
@@ -79,7 +79,7 @@ def decode(*events: bytes, strict: bool = False) -> tuple[list[Any], BaseExcepti
 
 
 def last_stop(*events: bytes) -> UniEvent:
-    out, error = decode_every_way(SOURCE, b"".join(events), examples=5)
+    out, error = decode_every_way(SOURCE, b"".join(events))
     assert error is None, error
     return out[-1]
 
@@ -170,7 +170,7 @@ def test_images_are_items_of_their_own_and_audio_chunks_of_one_type_join() -> No
 def test_function_call_arguments_are_python_style_json_text() -> None:
     events, error = decode_every_way(
         SOURCE, chunk({"functionCall": {"name": "f", "args": {"a": 1, "b": "é"}}}, finish="STOP",
-                      **usage(1, 1)), examples=5)
+                      **usage(1, 1)))
     assert error is None
     deltas = [item for e in events for item in e.content_items
               if isinstance(item, ToolCallDelta)]
@@ -242,7 +242,7 @@ def test_an_error_object_in_the_stream_is_a_provider_stream_error() -> None:
         "code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE",
     }}).encode() + b"\r\n\r\n"
     events, error = decode_every_way(
-        SOURCE, chunk({"text": "Hi"}, **usage(5, 1)) + error_chunk, examples=10
+        SOURCE, chunk({"text": "Hi"}, **usage(5, 1)) + error_chunk
     )
     # The open item gets no .done: the error comes where the provider put it (08 D4).
     assert [to_wire(e.content_items[0]) for e in events] == [{"type": "text.delta", "text": "Hi"}]
@@ -293,6 +293,7 @@ def test_only_the_first_candidate_is_read() -> None:
     assert error is None and done == [{"type": "text.done", "text": "first"}]
 
 
+@pytest.mark.one_json_mode
 def test_normalize_merges_what_the_wire_joins() -> None:
     items: list[DoneItem] = [
         TextDone("a"),

@@ -125,7 +125,7 @@ def body(*steps: list[dict[str, Any]], end: dict[str, Any] | None = None) -> byt
 
 
 def decode(data: bytes, *, strict: bool = False) -> tuple[list[UniEvent], BaseException | None]:
-    return decode_every_way(PROTOCOL, data, examples=10, strict=strict)
+    return decode_every_way(PROTOCOL, data, strict=strict)
 
 
 def done_items(events: list[UniEvent]) -> list[DoneItem]:
@@ -411,6 +411,7 @@ def test_a_stream_without_completed_is_incomplete() -> None:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("mime", "parts"),
     [
@@ -444,6 +445,7 @@ def test_render_round_trips_every_kind_it_carries() -> None:
     assert (events[-1].usage_metadata, events[-1].finish_reason) == (usage, finish)
 
 
+@pytest.mark.one_json_mode
 def test_what_an_interactions_body_cannot_carry() -> None:
     for item in (EmbeddingDone((1.0,)), InlineDataDone(b"%PDF", "application/pdf")):
         with pytest.raises(UnsupportedContentError):

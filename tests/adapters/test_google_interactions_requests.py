@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import adapters
@@ -534,7 +534,6 @@ def test_extra_body_is_merged_last() -> None:
     assert body["background"] is False
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=st.lists(messages(), min_size=1, max_size=4),
     config=configs(),

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from harness import FIXTURES, check_fixture, decode_every_way
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import adapters
@@ -578,6 +578,7 @@ def test_json_nested_near_the_recursion_limit_never_escapes_untyped(template: by
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.one_json_mode
 def test_render_writes_the_chunks_a_server_sends() -> None:
     body = adapters.render(
         "openai-chat",
@@ -625,6 +626,7 @@ def test_render_writes_the_chunks_a_server_sends() -> None:
     assert body == expected
 
 
+@pytest.mark.one_json_mode
 def test_render_rejects_a_fragment_size_below_one() -> None:
     with pytest.raises(ValueError, match="fragment_size"):
         adapters.render(
@@ -657,7 +659,6 @@ _items = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=_items,
     usage_=usage(),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from harness import check_fixture, fixture_cases
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import adapters
@@ -242,7 +242,6 @@ CASES = [TRUNCATED_TEXT, TRUNCATED_CALL, ONLY_REASONING, INVALID_JSON, ERROR_NES
          OPENROUTER_REASONING, DONE_SENTINEL]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CASES), st.sampled_from([PROTOCOL, "minimax-official"]), st.data())
 def test_random_chunkings(body: bytes, source: str, data: st.DataObject) -> None:
     chunks = data.draw(chunked(body))
@@ -620,7 +619,6 @@ _items = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=_items,
     counts=usage(),
@@ -650,6 +648,7 @@ def test_round_trip(
         assert isinstance(error, EmptyResponseError)
 
 
+@pytest.mark.one_json_mode
 def test_render_splits_into_fragments_of_the_given_size() -> None:
     body = adapters.render(PROTOCOL, [TextDone("abcdefg")], UsageMetadata(0, 1, 0, 1), "stop",
                            fragment_size=3)

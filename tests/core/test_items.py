@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mmsp_core import (
@@ -750,6 +750,7 @@ def test_a_first_call_fragment_without_headers_is_refused_even_when_it_holds_a_s
     assert "must carry the name and the tool_call_id" in str(error)
 
 
+@pytest.mark.one_json_mode
 def test_an_item_may_not_grow_past_max_item_size() -> None:
     ok = [delta(TextDelta("12345")), delta(TextDelta("67890"))]
     out, error = direct([*ok, STOP], max_item_size=10)
@@ -774,6 +775,7 @@ def _finalizer() -> StreamItems:
     return StreamItems(client="c", clock=ticking())
 
 
+@pytest.mark.one_json_mode
 def test_wrong_order_of_calls_raises_runtime_error() -> None:
     finalizer = _finalizer()
     with pytest.raises(RuntimeError):
@@ -791,6 +793,7 @@ def test_wrong_order_of_calls_raises_runtime_error() -> None:
         finalizer.close()
 
 
+@pytest.mark.one_json_mode
 @pytest.mark.parametrize("method", ["push", "end", "close"])
 def test_every_call_after_an_error_raises_runtime_error(method: str) -> None:
     finalizer = _finalizer()
@@ -805,6 +808,7 @@ def test_every_call_after_an_error_raises_runtime_error(method: str) -> None:
         call()
 
 
+@pytest.mark.one_json_mode
 def test_a_close_that_raises_poisons_the_finalizer() -> None:
     finalizer = _finalizer()
     finalizer.end()
@@ -847,7 +851,6 @@ def _expected(stream: list[UniEvent]) -> tuple[list[Any], UsageMetadata, Any]:
     return done, usage, finish
 
 
-@settings(max_examples=150, deadline=None)
 @given(client_streams())
 def test_generated_client_streams_give_a_grammatical_public_stream(
     stream: list[UniEvent],
@@ -897,7 +900,6 @@ def as_fragment(event: UniEvent) -> UniEvent | Fragment:
     return fragment
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(_deltas(), max_size=12), st.sampled_from([4, 64 << 20]))
 def test_a_fragment_is_finalized_exactly_as_the_delta_it_stands_for(
     items_: list[Any], max_item_size: int
@@ -909,7 +911,6 @@ def test_a_fragment_is_finalized_exactly_as_the_delta_it_stands_for(
     )
 
 
-@settings(max_examples=100, deadline=None)
 @given(client_streams())
 def test_generated_streams_of_fragments_finalize_as_their_deltas(stream: list[UniEvent]) -> None:
     single = [delta(item) for event in stream for item in event.content_items]

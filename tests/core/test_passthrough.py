@@ -15,9 +15,9 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from test_grammar import BROKEN, seed_stream
+from test_grammar import BROKEN, BROKEN_RULES, seed_stream
 
 import adapters
 from mmsp_core import (
@@ -79,7 +79,6 @@ def public(client_events: Sequence[UniEvent]) -> list[UniEvent]:
 public_streams = client_streams().map(public)
 
 
-@settings(max_examples=200, deadline=None)
 @given(public_streams)
 def test_a_valid_public_stream_passes_unchanged(events: list[UniEvent]) -> None:
     out, error = pass_through(events)
@@ -94,7 +93,7 @@ def test_the_seed_stream_passes_unchanged() -> None:
     assert pass_through(events) == (events, None)
 
 
-@pytest.mark.parametrize("rule", sorted(BROKEN))
+@pytest.mark.parametrize("rule", BROKEN_RULES)
 def test_every_broken_rule_of_the_grammar_checks_is_rejected(rule: str) -> None:
     broken = BROKEN[rule](seed_stream())
     out, error = pass_through(broken)
@@ -115,6 +114,7 @@ def test_input_ending_before_the_stop_is_an_incomplete_stream() -> None:
     assert error.missing == ("usage_metadata", "finish_reason")
 
 
+@pytest.mark.one_json_mode
 def test_calls_after_an_error_raise_runtime_error() -> None:
     finalizer = PassThrough(client="mmsp", clock=lambda: 0)
     with pytest.raises(MalformedEventError):
@@ -125,6 +125,7 @@ def test_calls_after_an_error_raise_runtime_error() -> None:
         finalizer.end()
 
 
+@pytest.mark.one_json_mode
 def test_close_before_end_raises_runtime_error() -> None:
     finalizer = PassThrough(client="mmsp", clock=lambda: 0)
     with pytest.raises(RuntimeError):
@@ -295,7 +296,6 @@ def broken_streams(draw: st.DrawFn) -> tuple[list[UniEvent], int, str]:
     return broken, position, rule
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(broken_streams())
 def test_a_broken_rule_is_rejected_at_its_position(case: tuple[list[UniEvent], int, str]) -> None:
     events, position, rule = case
@@ -307,11 +307,13 @@ def test_a_broken_rule_is_rejected_at_its_position(case: tuple[list[UniEvent], i
         assert_stream_grammar(events)
 
 
+@pytest.mark.one_json_mode
 def test_a_stream_without_stop_is_incomplete_whatever_it_holds() -> None:
     out, error = pass_through([])
     assert (out, type(error)) == ([], IncompleteStreamError)
 
 
+@pytest.mark.one_json_mode
 def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
     deep: Any = {}
     for _ in range(100_000):
@@ -330,6 +332,7 @@ def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
     assert out == events[:1]
 
 
+@pytest.mark.one_json_mode
 @pytest.mark.parametrize("growing", ["hi", ""])
 def test_a_fragment_is_judged_as_the_delta_event_it_stands_for(growing: str) -> None:
     fragment = Fragment(TEXT, growing, "0")
@@ -409,7 +412,6 @@ def server_body(events: list[UniEvent]) -> bytes:
         b"data: [DONE]\n\n")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(server_streams())
 def test_a_servers_surrogates_are_repaired_in_every_field(events: list[UniEvent]) -> None:
     out, error = pass_through(events)
@@ -425,6 +427,7 @@ def test_a_servers_surrogates_are_repaired_in_every_field(events: list[UniEvent]
     assert list(adapters.decode("mmsp", [server_body(events)])) == out
 
 
+@pytest.mark.one_json_mode
 def test_a_pair_split_across_two_deltas_becomes_one_character() -> None:
     events = [at(TextDelta("ab\ud83d")), at(TextDelta("\ude00cd")), at(TextDelta("\ud83d")),
               at(TextDelta("\ude00")), at(TextDone("ab\U0001f600cd\U0001f600")),

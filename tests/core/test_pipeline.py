@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from test_errors import ERROR_NAMES, sample
 
@@ -106,6 +106,7 @@ def test_need_data_until_eof_then_end_forever() -> None:
         assert pipeline.next_event() is END
 
 
+@pytest.mark.one_json_mode
 def test_receive_data_or_eof_after_eof_raises_runtime_error() -> None:
     pipeline = new()
     pipeline.receive_eof()
@@ -230,6 +231,7 @@ class _Scripted:
         return self.tail
 
 
+@pytest.mark.one_json_mode
 def test_machine_finish_events_are_finalized_before_the_stop() -> None:
     machine = _Scripted([UniEvent("delta", (TextDelta("!"),)), STOP])
     pipeline = StreamPipeline(machine, client="scripted", clock=ticking())
@@ -240,6 +242,7 @@ def test_machine_finish_events_are_finalized_before_the_stop() -> None:
     assert [e.created_at for e in events] == [1000, 1001, 1002, 1003, 1004]
 
 
+@pytest.mark.one_json_mode
 def test_a_machine_error_comes_at_its_position() -> None:
     def make() -> StreamPipeline:
         return StreamPipeline(_Scripted([STOP], fail_on="bad"), client="s", clock=ticking())
@@ -312,7 +315,6 @@ def bodies(draw: st.DrawFn) -> bytes:
     return b"".join(frames)
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_any_chunking_gives_the_output_of_feeding_the_body_whole(data: st.DataObject) -> None:
     whole = data.draw(bodies())
@@ -443,7 +445,6 @@ def test_a_decoder_error_comes_after_the_events_fed_before_it_however_they_were_
     assert fed_first == (events, error)
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_any_chunking_of_a_body_past_its_terminal_event_gives_the_answer(
     data: st.DataObject,

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mmsp_core.errors import StreamLimitError
@@ -50,7 +50,6 @@ def decode(data: bytes, **limits: int) -> Outcome:
     bytewise = [b for i in range(len(data)) for b in (data[i : i + 1], b"")]
     assert run(bytewise, **limits) == whole
 
-    @settings(max_examples=40, deadline=None)
     @given(partitions(data))
     def chunked(chunks: list[bytes]) -> None:
         assert b"".join(chunks) == data
@@ -363,7 +362,6 @@ _event = st.fixed_dictionaries(
 )
 
 
-@settings(deadline=None)
 @given(
     st.lists(_event, max_size=6),
     st.lists(st.sampled_from(["\n", "\r", "\r\n"]), min_size=1),
@@ -435,7 +433,6 @@ _PIECES = [
 _soup = st.lists(st.sampled_from(_PIECES), max_size=60).map(b"".join)
 
 
-@settings(max_examples=300, deadline=None)
 @given(_soup, st.data())
 def test_random_bytes_match_reference(stream: bytes, data: st.DataObject) -> None:
     assert run([stream]) == (reference(stream), None)
@@ -468,7 +465,6 @@ def reference_limits(stream: bytes, max_line: int, max_event: int) -> Outcome:
     return reference(stream), None
 
 
-@settings(max_examples=300, deadline=None)
 @given(_soup, st.integers(0, 12), st.integers(0, 16), st.data())
 def test_random_bytes_with_limits(
     stream: bytes, max_line: int, max_event: int, data: st.DataObject

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from test_errors import ERROR_NAMES, SPEC_FIELDS, error_instances, sample
 
@@ -133,19 +133,16 @@ def test_config_keeps_unknown_keys_in_extra_and_sends_them_back() -> None:
 # -- round trips --------------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
 @given(public_events())
 def test_events_round_trip(event: UniEvent) -> None:
     assert event_from_wire(through_json(event)) == event
 
 
-@settings(max_examples=150, deadline=None)
 @given(messages())
 def test_messages_round_trip(message: UniMessage) -> None:
     assert message_from_wire(through_json(message)) == message
 
 
-@settings(max_examples=150, deadline=None)
 @given(done_items())
 def test_done_items_round_trip(item: Any) -> None:
     wire = through_json(item)
@@ -153,7 +150,6 @@ def test_done_items_round_trip(item: Any) -> None:
     assert message_from_wire({"role": "user", "content_items": [wire]}).content_items == (item,)
 
 
-@settings(max_examples=150, deadline=None)
 @given(configs())
 def test_configs_round_trip(config: UniConfig) -> None:
     assert config_from_wire(through_json(config)) == config
@@ -166,7 +162,6 @@ def test_usage_round_trips_with_all_four_keys(value: UsageMetadata) -> None:
     assert usage_from_wire(wire) == value
 
 
-@settings(max_examples=300, deadline=None)
 @given(error_instances())
 def test_errors_round_trip(error: MMSPError) -> None:
     back = error_from_wire(through_json(error))
@@ -440,7 +435,6 @@ _READERS: list[tuple[Callable[[Any], Any], st.SearchStrategy[Any]]] = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
 @given(
     reader=st.sampled_from(range(len(_READERS))).flatmap(
         lambda i: st.tuples(st.just(i), _READERS[i][1]).flatmap(
@@ -456,7 +450,6 @@ def test_the_readers_raise_only_wire_format_error(reader: tuple[int, Any, list[E
         read(apply_edits(document, changes, build=True))
 
 
-@settings(max_examples=100, deadline=None)
 @given(value=hostile_json())
 def test_any_json_value_as_the_document_raises_only_wire_format_error(value: Any) -> None:
     document = apply_edits(None, [((), value)], build=True)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import h11
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import adapters
@@ -123,7 +123,6 @@ def test_h11_replay_whole_and_byte_by_byte() -> None:
         assert replay(chunks) == EXPECTED
 
 
-@settings(max_examples=50, deadline=None)
 @given(st.data())
 def test_h11_replay_in_random_chunkings(data: st.DataObject) -> None:
     assert replay(data.draw(chunked(WIRE_RESPONSE))) == EXPECTED
