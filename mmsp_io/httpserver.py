@@ -1,7 +1,7 @@
 """An HTTP/1.1 server core on ``h11`` and ``anyio``: the loop every server of this package runs.
 
-Used by the provider simulator and, next, by the MMSP server (whose ASGI twin shares the
-request handling above this loop, not the loop). It runs under asyncio and trio.
+Used by the provider simulator, the MMSP server (whose ASGI twin shares the request handling
+above this loop, not the loop) and the trace page. It runs under asyncio and trio.
 
 Theory of operation
 -------------------
@@ -9,11 +9,23 @@ Theory of operation
 runs a loop of exchanges:
 
 1. *Read one request whole*: the head (at most ``Limits.max_head_bytes``; more is answered
-   431, bytes that are not HTTP/1.1 are answered 400) and the body (at most
+   431, bytes that are not HTTP/1.1 are answered 400, and so is a head with both
+   ``Content-Length`` and ``Transfer-Encoding``, whose framing is ambiguous: RFC 9112 §6.3
+   lets a server refuse it and requires it to close the connection, so no byte after it can
+   be served as a request of its own), then ``serve``'s ``admit`` hook, if any, is asked about
+   the head alone: its refusal is answered before any byte of the body is read (the MMSP server
+   authenticates there, so an unauthenticated upload is never buffered). Then the body (at most
    ``Limits.max_body_bytes``: a longer one, declared by ``Content-Length`` or found while
    reading, is answered 413). After such an answer the connection is closed once the client has
-   finished sending (bounded by ``Limits.linger_seconds``), so the client reads the answer
-   instead of a reset. A client that closes before its request is whole ends the connection.
+   finished sending, the bytes read then dropped (bounded by ``Limits.linger_seconds``), so the
+   client reads the answer instead of a reset. A client that closes before its request is whole
+   ends the connection.
+
+   Reading is timed: waiting for a request, from the end of the previous exchange (or the
+   accept) until the head is whole, may take ``Limits.head_timeout`` seconds, and the body
+   ``Limits.body_timeout`` more. An idle connection with no byte of a request is closed
+   silently when its time is up; a request still arriving is answered 408 and closed, without
+   lingering: a client that trickles a request holds the connection for a bounded time only.
 2. *Call* ``handler(request, response)``. The handler writes the answer through ``response``:
    ``start`` the head, ``send`` body bytes (a body without ``content-length`` goes out chunked:
    an event stream is a series of ``send`` calls), then ``end``; or ``respond`` for a whole
@@ -23,16 +35,27 @@ runs a loop of exchanges:
    next cycle (up to ``_PIPELINE_BYTES``; then reading pauses). The client closing the socket, or
    a failed write, before the response is complete sets ``response.client_gone`` and cancels the
    handler: an abandoned stream costs nothing more, and the handler's ``finally`` can see why
-   it stopped.
+   it stopped. No read timeout applies here: a response may stream for as long as it needs.
 4. When both sides are done and neither asked to close, the next cycle starts on the same
    socket (keep-alive); otherwise the connection is closed.
 
-The bodies of the refusals the core answers itself (400, 413, 431) are plain text unless
-``serve`` is given a ``refusal`` function, so a server whose callers read JSON errors answers
-them in its own form.
+The bodies of the refusals the core answers itself (400, 408, 413, 431, 503) are plain text
+unless ``serve`` is given a ``refusal`` function, so a server whose callers read JSON errors
+answers them in its own form.
 
-A handler's exception other than cancellation is logged on the ``mmsp_io`` logger and answered
-500 if nothing was sent yet, else the connection is closed: it never ends the server.
+Isolation: whatever fails while serving one connection (a handler's exception, an error of
+``h11`` or of the ``admit`` hook, a bug of this module) ends that connection only. A handler's
+exception other than cancellation is answered 500 if nothing was sent yet, else the connection
+is closed; any other failure closes the connection. Each is logged on the ``mmsp_io`` logger as
+its type and stack, never its message, which may quote a header line (h11's do) and so a key
+(08 D61); no header value or body is logged.
+
+Accepting: a failed ``accept`` (out of descriptors or buffers, a connection aborted while
+queued) is logged and retried after a pause of 10 ms, doubling up to 1 s while the failures
+last; it never ends the server. At most ``Limits.max_connections`` connections are open at
+once: one accepted at the cap is answered 503 (``connection: close``) and closed at once,
+before it costs a task. The default cap is 1,000, or fewer when the process may open fewer
+descriptors (``_default_max_connections``).
 
 Graceful close: leaving ``serve``'s block stops accepting at once, closes the connections that
 wait for a request, gives the exchanges in progress ``grace`` seconds to finish, then cancels
@@ -43,15 +66,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Final, final
+from typing import Final, Protocol, cast, final
 
 import anyio
 import anyio.abc
 import attrs
 import h11
 
+if sys.platform != "win32":
+    import resource
+
 __all__ = [
+    "Admit",
+    "Answer",
     "HTTPServer",
     "Handler",
     "Limits",
@@ -70,12 +100,36 @@ _RECEIVE_SIZE: Final = 65536
 _PIPELINE_BYTES: Final = 1024 * 1024
 #: The exceptions of a socket whose peer went away (or that was closed under us).
 _GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+#: The pause after a failed ``accept``, doubled while the failures last, up to the last one.
+_FIRST_ACCEPT_PAUSE: Final = 0.01
+_LAST_ACCEPT_PAUSE: Final = 1.0
+#: The connection cap when the descriptor limit allows it.
+_MAX_CONNECTIONS: Final = 1000
+#: Descriptors left for what is not a connection: the listener, log and trace files, the
+#: event loop's own.
+_RESERVED_DESCRIPTORS: Final = 32
+
+
+def _default_max_connections() -> int:
+    """The default cap (module docstring): 1,000, or half the descriptors the process may open
+    (the soft ``RLIMIT_NOFILE``) after ``_RESERVED_DESCRIPTORS``, when that is fewer: each
+    connection of a proxy such as the MMSP server may hold a second socket, upstream."""
+    if sys.platform == "win32":
+        return _MAX_CONNECTIONS
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_CONNECTIONS
+    return max(1, min(_MAX_CONNECTIONS, (soft - _RESERVED_DESCRIPTORS) // 2))
 
 
 @final
 @attrs.frozen
 class Limits:
-    """What one request may hold (08 D18: every buffer is bounded)."""
+    """What one request and the whole server may hold (08 D18: every buffer is bounded).
+
+    Raises:
+        ValueError: a timeout or the connection cap is not positive.
+    """
 
     #: The request line and headers; more is answered 431.
     max_head_bytes: int = 16 * 1024
@@ -83,12 +137,23 @@ class Limits:
     max_body_bytes: int = 1024 * 1024
     #: After a refusal, how long the rest of the request is read (and dropped) before closing.
     linger_seconds: float = 5.0
+    #: Seconds from the end of the previous exchange (or the accept) until the next request's
+    #: head is whole: an idle keep-alive connection is closed then, a late head answered 408.
+    head_timeout: float = attrs.field(default=30.0, validator=attrs.validators.gt(0))
+    #: Seconds from the head until the body is whole; a late body is answered 408. The
+    #: default lets the MMSP server's largest body (50 MiB) arrive at 7 Mbit/s.
+    body_timeout: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
+    #: Connections open at once; one more is answered 503 and closed. ``None``:
+    #: ``_default_max_connections()`` when the server starts.
+    max_connections: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0))
+    )
 
 
 @final
 @attrs.frozen
 class Request:
-    """One request, read whole."""
+    """One request, read whole (an ``admit`` hook is given its head: ``body`` is empty)."""
 
     method: str
     #: The request target without its query string.
@@ -109,10 +174,27 @@ def first_header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return next((value for key, value in headers if key == wanted), None)
 
 
+class Answer(Protocol):
+    """A whole answer: what an ``admit`` hook gives a request it refuses. The core adds
+    ``content-length`` and ``connection: close`` to ``headers``."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[str, str]]: ...
+
+    @property
+    def body(self) -> bytes: ...
+
+
 #: What answers a request; see the module docstring, step 2.
 Handler = Callable[[Request, "Response"], Awaitable[None]]
 #: The body of a refusal the core answers itself: ``(status, reason) -> (content type, body)``.
 Refusal = Callable[[int, str], tuple[str, bytes]]
+#: Asked about each request head before its body is read (module docstring, step 1): an
+#: ``Answer`` refuses the request, ``None`` lets it in.
+Admit = Callable[[Request], Awaitable[Answer | None]]
 
 
 def plain_refusal(status: int, reason: str) -> tuple[str, bytes]:
@@ -201,6 +283,17 @@ class Response:
                 self._scope.cancel()
 
 
+class _Refused(Exception):
+    """A request the core refuses itself: answered ``status``, then the connection is closed
+    (module docstring, step 1), after lingering unless ``linger`` is false."""
+
+    def __init__(self, status: int, reason: str, *, linger: bool = True) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.linger = linger
+
+
 @final
 class _Connection:
     """One socket: the exchanges of the module docstring, in order."""
@@ -213,6 +306,8 @@ class _Connection:
         )
         #: Waiting for a request, not answering one: graceful close may end it at once.
         self.idle = True
+        #: The scope of the connection's task; graceful close cancels it.
+        self.scope = anyio.CancelScope()
 
     async def write(self, event: h11.Event) -> None:
         data = self.conn.send(event)
@@ -243,48 +338,100 @@ class _Connection:
                 self.conn.start_next_cycle()
 
     async def _read_request(self) -> Request | None:
-        """Read one whole request (step 1); ``None`` when the connection is to be closed."""
+        """Read one whole request (step 1); ``None`` when the connection is to be closed,
+        after answering the refusal of a request that broke a rule."""
         limits = self.server.limits
-        head: h11.Request | None = None
+        try:
+            with anyio.move_on_after(limits.head_timeout) as waiting:
+                head = await self._read_head()
+            if waiting.cancelled_caught:
+                if not self.conn.trailing_data[0]:  # idle: no byte of a request arrived
+                    return None
+                raise _Refused(408, "The request head took too long.", linger=False)
+            if head is None:
+                return None
+            request = _request(head)
+            if self.server.admit is not None:
+                answer = await self.server.admit(request)
+                if answer is not None:
+                    await self._close_with(answer.status, answer.headers, answer.body)
+                    return None
+            with anyio.move_on_after(limits.body_timeout) as waiting:
+                body = await self._read_body(head)
+            if waiting.cancelled_caught:
+                raise _Refused(408, "The request body took too long.", linger=False)
+        except _Refused as refused:
+            content_type, text = self.server.refusal(refused.status, refused.reason)
+            await self._close_with(refused.status, [("content-type", content_type)], text,
+                                   linger=refused.linger)
+            return None
+        return None if body is None else attrs.evolve(request, body=body)
+
+    def _next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
+        """h11's next event.
+
+        Raises:
+            _Refused: the bytes are not HTTP/1.1 (or a head is too large to parse).
+        """
+        try:
+            return self.conn.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise _Refused(exc.error_status_hint, "The request is not valid HTTP/1.1.") from exc
+
+    async def _read_head(self) -> h11.Request | None:
+        """The next request's head, checked (``_check_head``); ``None``: the client closed.
+
+        Raises:
+            _Refused: the head breaks a rule of step 1.
+        """
+        while True:
+            event = self._next_event()
+            if event is h11.NEED_DATA:
+                await self.receive()
+            elif isinstance(event, h11.Request):
+                _check_head(event, self.server.limits)
+                return event
+            else:  # ConnectionClosed, or a state h11 says we cannot be in
+                return None
+
+    async def _read_body(self, head: h11.Request) -> bytes | None:
+        """The body of the request ``head`` began; ``None``: the client closed first.
+
+        Raises:
+            _Refused: the body is longer than ``Limits.max_body_bytes``, or not HTTP/1.1.
+        """
+        limit = self.server.limits.max_body_bytes
+        if _declared_length(head) > limit:
+            raise _Refused(413, "The request body is too large.")
         body = bytearray()
         while True:
-            try:
-                event = self.conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                await self._refuse(exc.error_status_hint, "The request is not valid HTTP/1.1.")
-                return None
+            event = self._next_event()
             if event is h11.NEED_DATA:
                 if self.conn.client_is_waiting_for_100_continue:
                     await self.write(h11.InformationalResponse(status_code=100, headers=[]))
                 await self.receive()
-            elif isinstance(event, h11.Request):
-                head = event
-                if _head_size(event) > limits.max_head_bytes:
-                    await self._refuse(431, "The request head is too large.")
-                    return None
-                if _declared_length(event) > limits.max_body_bytes:
-                    await self._refuse(413, "The request body is too large.")
-                    return None
             elif isinstance(event, h11.Data):
                 body += event.data
-                if len(body) > limits.max_body_bytes:
-                    await self._refuse(413, "The request body is too large.")
-                    return None
-            elif isinstance(event, h11.EndOfMessage) and head is not None:
-                return _request(head, bytes(body))
-            else:  # ConnectionClosed, or a state h11 says we cannot be in
+                if len(body) > limit:
+                    raise _Refused(413, "The request body is too large.")
+            elif isinstance(event, h11.EndOfMessage):
+                return bytes(body)
+            else:  # ConnectionClosed
                 return None
 
-    async def _refuse(self, status: int, reason: str) -> None:
-        """Answer ``status`` and close, after reading what the client still sends (step 1)."""
-        content_type, body = self.server.refusal(status, reason)
-        headers = [("content-type", content_type),
-                   ("content-length", str(len(body))), ("connection", "close")]
+    async def _close_with(
+        self, status: int, headers: Sequence[tuple[str, str]], body: bytes, *, linger: bool = True
+    ) -> None:
+        """Answer ``status`` with ``connection: close``; when ``linger``, read and drop what the
+        client still sends of its request, for at most ``Limits.linger_seconds`` (step 1)."""
+        head = [*headers, ("content-length", str(len(body))), ("connection", "close")]
         try:
-            await self.write(h11.Response(status_code=status, headers=headers))
+            await self.write(h11.Response(status_code=status, headers=head))
             await self.write(h11.Data(data=body))
             await self.write(h11.EndOfMessage())
         except h11.LocalProtocolError:  # h11 cannot answer in this state: just close
+            return
+        if not linger:
             return
         with anyio.move_on_after(self.server.limits.linger_seconds):
             while self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
@@ -314,8 +461,9 @@ class _Connection:
                                            b"The server sent no response.\n")
             except _GONE:
                 response._client_left()
-            except Exception:
-                _logger.exception("%s %s: the handler failed", request.method, request.path)
+            except Exception as exc:
+                _logger.error("%s %s: the handler failed: %s", request.method, request.path,
+                              _describe(exc))
                 await self._fail(response)
             tasks.cancel_scope.cancel()
         return response
@@ -342,6 +490,20 @@ class _Connection:
             response._client_left()
 
 
+def _check_head(head: h11.Request, limits: Limits) -> None:
+    """Check a request head against the rules of step 1 that need no body.
+
+    Raises:
+        _Refused: 431 for a head over ``Limits.max_head_bytes``; 400 for a head with both
+            ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 §6.3).
+    """
+    if _head_size(head) > limits.max_head_bytes:
+        raise _Refused(431, "The request head is too large.")
+    names = {name for name, _ in head.headers}
+    if b"content-length" in names and b"transfer-encoding" in names:
+        raise _Refused(400, "A request may not have both Content-Length and Transfer-Encoding.")
+
+
 def _head_size(head: h11.Request) -> int:
     """The size of a request head as sent (h11 bounds only a head that arrives in pieces)."""
     line = len(head.method) + len(head.target) + 12  # "GET / HTTP/1.1\r\n"
@@ -353,15 +515,35 @@ def _declared_length(head: h11.Request) -> int:
     return next((int(value) for name, value in head.headers if name == b"content-length"), 0)
 
 
-def _request(head: h11.Request, body: bytes) -> Request:
+def _request(head: h11.Request) -> Request:
+    """The ``Request`` of ``head``, its body still empty."""
     path, _, query = head.target.decode("ascii", "replace").partition("?")
     return Request(
         method=head.method.decode("ascii"),
         path=path,
         query=query,
         headers=tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers),
-        body=body,
+        body=b"",
     )
+
+
+def _describe(exc: BaseException) -> str:
+    """The type of ``exc`` (the first leaf of a group) and the stack it was raised through,
+    without its message (module docstring, isolation)."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    stack = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+    return f"{type(exc).__qualname__}\n{stack}".rstrip()
+
+
+def _whole_answer(status: int, content_type: str, body: bytes) -> bytes:
+    """The bytes of a whole ``connection: close`` answer, as h11 writes them."""
+    writer = h11.Connection(h11.SERVER)
+    headers = [("content-type", content_type), ("content-length", str(len(body))),
+               ("connection", "close")]
+    events = (h11.Response(status_code=status, headers=headers), h11.Data(data=body),
+              h11.EndOfMessage())
+    return b"".join(writer.send(event) or b"" for event in events)
 
 
 @final
@@ -369,17 +551,28 @@ class HTTPServer:
     """A running server; build it with ``serve``."""
 
     def __init__(
-        self, handler: Handler, limits: Limits, host: str, port: int, refusal: Refusal
+        self,
+        handler: Handler,
+        limits: Limits,
+        host: str,
+        port: int,
+        refusal: Refusal,
+        admit: Admit | None,
     ) -> None:
         self.handler = handler
         self.limits = limits
         self.refusal = refusal
+        self.admit = admit
         self.host = host
         self.port = port
+        #: Connections open at once; one more is answered 503 and closed (module docstring).
+        self.max_connections = (limits.max_connections if limits.max_connections is not None
+                                else _default_max_connections())
         #: Set by graceful close: connections end after their exchange in progress.
         self.closing = False
-        self._connections: dict[_Connection, anyio.CancelScope] = {}
+        self._connections: set[_Connection] = set()
         self._none_left = anyio.Event()
+        self._busy = _whole_answer(503, *refusal(503, "The server is at its connection limit."))
 
     @property
     def url(self) -> str:
@@ -387,24 +580,63 @@ class HTTPServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    async def _serve_connection(self, stream: anyio.abc.ByteStream) -> None:
-        connection = _Connection(self, stream)
-        async with stream:
-            with anyio.CancelScope() as scope:
-                self._connections[connection] = scope
-                try:
+    async def _accept(
+        self,
+        listener: anyio.abc.SocketListener,
+        tasks: anyio.abc.TaskGroup,
+    ) -> None:
+        """Accept connections on ``listener`` until cancelled, each served by a task of
+        ``tasks``; pause after a failure, turn away a connection over the cap (module
+        docstring).
+
+        Raises:
+            anyio.ClosedResourceError: the listener was closed.
+        """
+        pause = _FIRST_ACCEPT_PAUSE
+        while True:
+            try:
+                stream = await listener.accept()
+            except (OSError, anyio.BrokenResourceError) as exc:  # trio's wraps the OSError
+                _logger.warning("accepting a connection failed (%r); trying again in %g s",
+                                exc.__cause__ or exc, pause)
+                await anyio.sleep(pause)
+                pause = min(2 * pause, _LAST_ACCEPT_PAUSE)
+                continue
+            pause = _FIRST_ACCEPT_PAUSE
+            if len(self._connections) >= self.max_connections:
+                await self._turn_away(stream)
+                continue
+            connection = _Connection(self, stream)
+            self._connections.add(connection)
+            tasks.start_soon(self._serve_connection, connection)
+
+    async def _turn_away(self, stream: anyio.abc.ByteStream) -> None:
+        """Answer 503 and close: the connection cap is reached. The answer fits in the empty
+        send buffer of a new socket, so this never waits for the client."""
+        with contextlib.suppress(*_GONE):
+            await stream.send(self._busy)
+        await stream.aclose()
+
+    async def _serve_connection(self, connection: _Connection) -> None:
+        """Serve one accepted connection; whatever fails in it is logged and ends it alone
+        (module docstring, isolation)."""
+        try:
+            async with connection.stream:
+                with connection.scope:
                     await connection.run()
-                finally:
-                    del self._connections[connection]
-                    if self.closing and not self._connections:
-                        self._none_left.set()
+        except Exception as exc:
+            _logger.error("a connection failed and was closed: %s", _describe(exc))
+        finally:
+            self._connections.discard(connection)
+            if self.closing and not self._connections:
+                self._none_left.set()
 
     async def _close(self, grace: float) -> None:
         """Graceful close (module docstring); the caller cancels what is left."""
         self.closing = True
-        for connection, scope in list(self._connections.items()):
+        for connection in list(self._connections):
             if connection.idle:
-                scope.cancel()
+                connection.scope.cancel()
         if grace > 0 and self._connections:
             with anyio.move_on_after(grace):
                 await self._none_left.wait()
@@ -419,28 +651,35 @@ async def serve(
     limits: Limits | None = None,
     grace: float = 0.0,
     refusal: Refusal = plain_refusal,
+    admit: Admit | None = None,
 ) -> AsyncIterator[HTTPServer]:
     """Serve ``handler`` on ``host:port`` (``0``: a free port) for the ``async with`` block.
 
-    ``limits`` bound each request (``Limits()`` when ``None``). Leaving the block closes
-    gracefully, giving exchanges in progress ``grace`` seconds
-    (module docstring). ``refusal`` makes the bodies of the core's own 400, 413 and 431 answers.
-    An exception raised in the block comes out as it was, not wrapped in
-    an exception group.
+    ``limits`` bound each request and the connections (``Limits()`` when ``None``). Leaving the
+    block closes gracefully, giving exchanges in progress ``grace`` seconds (module docstring).
+    ``refusal`` makes the bodies of the core's own 400, 408, 413, 431 and 503 answers.
+    ``admit`` is asked about each request head before its body is read (module docstring,
+    step 1). An exception raised in the block comes out as it was, not wrapped in an exception
+    group.
 
     Raises:
         OSError: the port cannot be bound.
     """
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    server = HTTPServer(handler, limits if limits is not None else Limits(), host, port, refusal)
+    server = HTTPServer(handler, limits if limits is not None else Limits(), host, port, refusal,
+                        admit)
     try:
         async with listener, anyio.create_task_group() as tasks:
             accepting = anyio.CancelScope()
 
             async def accept() -> None:
+                # The listeners of a TCP listener are socket listeners: they can ``accept``.
+                sockets = cast(Sequence[anyio.abc.SocketListener], listener.listeners)
                 with accepting:
-                    await listener.serve(server._serve_connection, task_group=tasks)
+                    async with anyio.create_task_group() as each:
+                        for one in sockets:
+                            each.start_soon(server._accept, one, tasks)
 
             tasks.start_soon(accept)
             try:

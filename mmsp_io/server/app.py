@@ -10,8 +10,14 @@ flight get ``grace`` seconds to finish, then their upstream calls are aborted, s
 ``data: [DONE]`` (07 §4's cancellation) within ``_FLUSH_SECONDS`` more, after which whatever is
 left is closed.
 
-The core's own refusals (413 for a body over 50 MiB, 431, 400 for bad HTTP) are answered in
-the server's JSON error form (07 §4): ``{"error": {"type": "InvalidRequestError", ...}}``.
+Authentication (07 §3) is checked on the request head, before the body is read
+(``head_refusal``, the core's ``admit`` hook): an unauthenticated upload is answered 401 and
+never read.
+
+The core's own refusals (413 for a body over 50 MiB, 431, 408 for a request too slow to
+arrive, 400 for bad HTTP, 503 at the connection cap) are answered in the server's JSON error
+form (07 §4): ``{"error": {"type": "InvalidRequestError", ...}}``, ``ServiceUnavailableError``
+for the 503.
 """
 
 from __future__ import annotations
@@ -19,14 +25,16 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Final
 
 import anyio
 
 from .. import httpserver
-from .handler import MAX_BODY_BYTES, Gateway, refusal
+from .handler import MAX_BODY_BYTES, Answer, Gateway, refusal
 
-__all__ = ["DEFAULT_GRACE", "DEFAULT_HOST", "DEFAULT_PORT", "banner", "run", "serve"]
+__all__ = ["DEFAULT_GRACE", "DEFAULT_HOST", "DEFAULT_PORT", "banner", "head_refusal", "run",
+           "serve"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 25752
@@ -35,12 +43,25 @@ DEFAULT_GRACE: Final = 10.0
 _FLUSH_SECONDS: Final = 1.0
 #: The core's refusal reasons, in 07 §4's wording where it has one.
 _REASONS: Final = {413: "Request body is too large."}
+#: The error types of the core's refusals that are no invalid request.
+_TYPES: Final = {503: "ServiceUnavailableError"}
 
 
 def core_refusal(status: int, reason: str) -> tuple[str, bytes]:
     """The body of a refusal the h11 core answers itself, in the server's error form."""
-    answer = refusal(status, "InvalidRequestError", _REASONS.get(status, reason))
+    answer = refusal(status, _TYPES.get(status, "InvalidRequestError"),
+                     _REASONS.get(status, reason))
     return answer.headers[0][1], answer.body
+
+
+async def head_refusal(gateway: Gateway, head: httpserver.Request) -> Answer | None:
+    """The refusal of a request turned away on its head alone, before any byte of its body is
+    read: authentication, which comes first (07 §3, §4), so an unauthenticated upload is never
+    buffered. ``None`` lets the request in. Both front ends ask it."""
+    if gateway.authorised(head):
+        return None
+    decision = gateway.decide(head)  # the 401 of 07 §3, counted in the metrics
+    return decision if isinstance(decision, Answer) else None
 
 
 @contextlib.asynccontextmanager
@@ -61,8 +82,8 @@ async def serve(
     try:
         async with anyio.create_task_group() as tasks:
             async with httpserver.serve(gateway.handle, host=host, port=port, limits=limits,
-                                        grace=grace + _FLUSH_SECONDS,
-                                        refusal=core_refusal) as server:
+                                        grace=grace + _FLUSH_SECONDS, refusal=core_refusal,
+                                        admit=partial(head_refusal, gateway)) as server:
                 try:
                     yield server
                 finally:

@@ -4,6 +4,8 @@ For users who run several workers under an ASGI server (hypercorn, uvicorn) behi
 balancer. The request handling is the gateway's (``mmsp_io.server.handler``), the same code the
 h11 front end runs; this module only adapts ASGI to it:
 
+- authentication (07 §3) is checked on the head (``app.head_refusal``, as the h11 front end
+  does), before the body is read: an unauthenticated upload is answered 401 and never read;
 - the body is read whole, at most 50 MiB (07 §1): a longer one, declared by
   ``content-length`` or found while reading, is answered 413 in the server's error form, and
   what the caller still sends is read and dropped for up to ``_LINGER_SECONDS`` so that it
@@ -30,10 +32,19 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from typing import Any, Final, final
 
 import anyio
+import attrs
 
 from ..httpserver import Request
+from .app import head_refusal
 from .config import ConfigError, ServerConfig, load_config
-from .handler import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, MAX_BODY_BYTES, Gateway, refusal
+from .handler import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_KEEPALIVE,
+    MAX_BODY_BYTES,
+    Answer,
+    Gateway,
+    refusal,
+)
 
 __all__ = ["ASGIApp", "asgi_app"]
 
@@ -165,15 +176,25 @@ class ASGIApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = tuple((k.decode("latin-1").lower(), v.decode("latin-1"))
                         for k, v in scope.get("headers", ()))
+        head = Request(
+            method=scope["method"],
+            path=scope["path"],
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            body=b"",
+        )
+        refused = await head_refusal(self.gateway, head)
+        if refused is not None:
+            await send(_closing_start(refused))
+            await send({"type": "http.response.body", "body": refused.body, "more_body": False})
+            return
         try:
             body = await self._body(headers, receive)
         except _Disconnected:
             return
         if body is None:
             answer = refusal(413, "InvalidRequestError", "Request body is too large.")
-            await send({"type": "http.response.start", "status": 413, "headers": [
-                (b"content-type", answer.headers[0][1].encode()),
-                (b"content-length", str(len(answer.body)).encode()), (b"connection", b"close")]})
+            await send(_closing_start(answer))
             # The body ends after the caller's: an ASGI server closes a connection whose
             # response is complete while its request is not, and the caller would get a reset.
             await send({"type": "http.response.body", "body": answer.body, "more_body": True})
@@ -183,13 +204,7 @@ class ASGIApp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         out = _Output(send)
-        request = Request(
-            method=scope["method"],
-            path=scope["path"],
-            query=scope.get("query_string", b"").decode("latin-1"),
-            headers=headers,
-            body=body,
-        )
+        request = attrs.evolve(head, body=body)
         async with anyio.create_task_group() as tasks:
             out.scope = tasks.cancel_scope
             tasks.start_soon(_watch, receive, out)
@@ -223,6 +238,13 @@ class ASGIApp:
                 return None
             if not message.get("more_body", False):
                 return bytes(body)
+
+
+def _closing_start(answer: Answer) -> Message:
+    """The ``http.response.start`` of a refusal, which closes the connection."""
+    headers = [(name.encode(), value.encode()) for name, value in answer.headers]
+    return {"type": "http.response.start", "status": answer.status, "headers": [
+        *headers, (b"content-length", str(len(answer.body)).encode()), (b"connection", b"close")]}
 
 
 async def _watch(receive: Receive, out: _Output) -> None:
