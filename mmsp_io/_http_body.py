@@ -27,9 +27,13 @@ DONE       nothing               (``END``; bytes after it: not reusable)
 The common case, a whole chunk and its CRLF already received, is read in one step from SIZE.
 Data is handed out as it arrives, however large the chunk, so the buffer holds at most one
 read plus an incomplete line. A chunk-size line with its CRLF, or a trailer section with its
-blank line, longer than ``MAX_LINE_BYTES`` is an error, the same however the bytes arrive; the
-search for the end of an incomplete one resumes where it stopped, so a line that trickles in
-byte by byte costs linear time.
+blank line, longer than ``MAX_LINE_BYTES`` is an error, the same however the bytes arrive.
+
+An incomplete chunk-size line or trailer section costs linear time however it trickles in: the
+search for its end resumes where the previous one stopped, and while it waits for more bytes it
+is gathered in a ``bytearray`` that the next bytes are appended to (no copy of what is held per
+read), which becomes the ``bytes`` buffer again once it is whole. The buffer is otherwise the
+``bytes`` received, so that a piece of body is one slice of it.
 """
 
 from __future__ import annotations
@@ -120,8 +124,8 @@ class BodyReader:
         data: bytes already received after the head.
     """
 
-    __slots__ = ("_buffer", "_eof", "_framing", "_position", "_remaining", "_scan", "_state",
-                 "trailing")
+    __slots__ = ("_buffer", "_eof", "_framing", "_line", "_position", "_remaining", "_scan",
+                 "_state", "trailing")
 
     def __init__(self, framing: str, length: int = 0, data: bytes = b"") -> None:
         self._framing = framing
@@ -130,6 +134,9 @@ class BodyReader:
         #: Where the search for the end of the line (or trailer section) at ``_position``
         #: resumes: the bytes before it were searched already.
         self._scan = 0
+        #: An incomplete chunk-size line or trailer section being gathered, in place of
+        #: ``_buffer`` (module doc); ``None`` otherwise.
+        self._line: bytearray | None = None
         #: Bytes of the current chunk (``CHUNKED``) or of the body (``LENGTH``) not yet read.
         self._remaining = length
         self._state = _SIZE
@@ -155,7 +162,12 @@ class BodyReader:
         return self._framing == LENGTH and self._remaining == 0
 
     def receive_data(self, data: bytes) -> None:
-        """Add bytes received from the connection."""
+        """Add bytes received from the connection: appended to an incomplete line being
+        gathered, else after the bytes not read yet (module doc)."""
+        line = self._line
+        if line is not None:
+            line += data
+            return
         position = self._position
         if position:
             self._buffer = self._buffer[position:] + data
@@ -205,14 +217,15 @@ class BodyReader:
                 return result
 
     def _size(self) -> bytes | _Sentinel | None:
-        buffer = self._buffer
+        held = self._held()
         position = self._position
-        line_end = buffer.find(b"\r\n", self._scan)
+        line_end = held.find(b"\r\n", self._scan)
         if line_end < 0:
-            self._scan = max(position, len(buffer) - 1)  # a CR at the end may start the CRLF
-            return self._need(len(buffer) - position)
+            self._scan = max(position, len(held) - 1)  # a CR at the end may start the CRLF
+            return self._need(len(held) - position)
         if line_end + 2 - position > MAX_LINE_BYTES:
             raise _too_long("chunk-size line")
+        buffer = self._whole()
         match = _CHUNK_SIZE.fullmatch(buffer, position, line_end)
         if match is None:
             raise BodyError(f"illegal chunk header: {buffer[position:line_end][:64]!r}")
@@ -247,22 +260,23 @@ class BodyReader:
         return None
 
     def _trailer(self) -> bytes | _Sentinel | None:
-        buffer = self._buffer
+        held = self._held()
         position = self._position
-        if buffer.startswith(b"\r\n", position):
+        if held.startswith(b"\r\n", position):
             end = position + 2
-        elif buffer.startswith(b"\n", position):
+        elif held.startswith(b"\n", position):
             end = position + 1
         else:
             # A blank line may start in the last two bytes already searched.
-            blank = BLANK_LINE.search(buffer, max(position, self._scan - 2))
+            blank = BLANK_LINE.search(held, max(position, self._scan - 2))
             if blank is None:
-                self._scan = len(buffer)
-                return self._need(len(buffer) - position)
+                self._scan = len(held)
+                return self._need(len(held) - position)
             end = blank.end()
             if end - position > MAX_LINE_BYTES:
                 raise _too_long("trailer section")
-            _check_trailer(buffer[position:end])
+            _check_trailer(self._whole()[position:end])
+        self._whole()
         self._moved_to(end)
         self._state = _DONE
         return None
@@ -275,15 +289,35 @@ class BodyReader:
     def _moved_to(self, position: int) -> None:
         self._position = self._scan = position
 
+    def _held(self) -> bytes | bytearray:
+        """The bytes held: the incomplete line being gathered, else the buffer."""
+        line = self._line
+        return self._buffer if line is None else line
+
+    def _whole(self) -> bytes:
+        """The buffer, once the line being gathered (if any) is whole: ``bytes`` again."""
+        line = self._line
+        if line is not None:
+            self._buffer = bytes(line)
+            self._line = None
+        return self._buffer
+
     def _need(self, held: int) -> _Sentinel:
         """``NEED_DATA``, or the error of a body that cannot get it (``held`` bytes of an
         incomplete line or trailer section are waiting: with at least one byte more to come,
-        past ``held + 1 > MAX_LINE_BYTES`` it can only end too long)."""
+        past ``held + 1 > MAX_LINE_BYTES`` it can only end too long). Those bytes are then
+        gathered in a ``bytearray`` (module doc)."""
         if held >= MAX_LINE_BYTES:
             raise _too_long("chunk-size line or trailer section")
         if self._eof:
             raise BodyError("peer closed connection without sending complete message body "
                             "(incomplete chunked read)")
+        if held and self._line is None:
+            position = self._position
+            self._line = bytearray(memoryview(self._buffer)[position:])
+            self._buffer = b""
+            self._position = 0
+            self._scan -= position
         return NEED_DATA
 
     # -- Content-Length and until close ------------------------------------------------------

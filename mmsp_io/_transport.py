@@ -2,8 +2,9 @@
 
 Only a client the library builds itself gets this transport (08 D62: a caller's
 ``http_client`` is used as given); the environment's proxies keep httpx's own transports,
-mounted beside it. It is an ``httpx.AsyncBaseTransport``, so httpx still builds the request,
-applies the client's headers and cookies, and decodes a ``Content-Encoding``.
+mounted beside it. It is an ``httpx.AsyncBaseTransport``, so httpx still builds the request and
+applies the client's headers and cookies; a ``Content-Encoding`` is left to the reader of the
+body (httpx's ``aiter_bytes``, or the driver's bounded decoder, ``mmsp_io.driver``).
 
 Why not httpx's own (``AsyncHTTPTransport`` over httpcore): a streamed answer is tens of
 thousands of small HTTP chunks, and httpcore hands each one through h11's event machinery, a
@@ -20,8 +21,9 @@ Theory of operation:
    new one (``anyio.connect_tcp``, TLS for ``https`` with httpx's default context, under the
    connect timeout).
 2. h11 writes the request (under the write timeout) and parses the response head (each read
-   under the read timeout; a ``1xx`` head is skipped). The body's framing comes from the head
-   (``_http_body.framing_of``), and the bytes after the head go to a ``BodyReader``.
+   under the read timeout, the head gathered in linear time up to ``MAX_HEAD_BYTES``; a ``1xx``
+   head is skipped). The body's framing comes from the head (``_http_body.framing_of``), and
+   the bytes after the head go to a ``BodyReader``.
 3. The response's stream, ``ResponseBody``, is an async iterator with no generator layer:
    each ``__anext__`` hands out the reader's next piece, reading the socket (under the read
    timeout, looked up when the body starts, so a read timeout set after the headers applies
@@ -29,8 +31,9 @@ Theory of operation:
    extension ``BODY_EXTENSION`` and skips httpx's wrapper of it.
 4. Closing the body gives the slot back and the connection to the idle list when the body
    ended by its framing with nothing after it (bytes received but not yet read count) and
-   keep-alive was not refused (``Connection: close``, HTTP/1.0). A body closed before its end
-   (a cancelled or abandoned stream) closes its connection at once, so the server sees the
+   keep-alive was not refused (``Connection: close``, HTTP/1.0) nor put in doubt (a head with
+   both ``Transfer-Encoding`` and ``Content-Length``, RFC 9112 §6.3). A body closed before its
+   end (a cancelled or abandoned stream) closes its connection at once, so the server sees the
    caller leave. One the caller marked ``linger`` (the driver does, once its pipeline has seen
    the protocol's terminal event, 08 D56) first reads on to the end of the body, at most
    ``FINISH_BYTES`` within ``FINISH_SECONDS``: that end usually follows the terminal event at
@@ -42,8 +45,8 @@ Theory of operation:
 
 Failures are httpx's exceptions, as httpx's own transport raises them: ``ConnectError`` /
 ``ConnectTimeout``, ``WriteError`` / ``WriteTimeout``, ``ReadError`` / ``ReadTimeout``,
-``RemoteProtocolError`` (a head or body h11 or the body reader refuses, or a server that closed
-before its answer), ``PoolTimeout``.
+``RemoteProtocolError`` (a head or body h11 or the body reader refuses, whatever h11 raises on
+it, or a server that closed before its answer), ``PoolTimeout``.
 """
 
 from __future__ import annotations
@@ -426,10 +429,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
         head, rest = await self._read_head(h11_connection, stream, request, timeouts.get("read"))
         framing, length = framing_of(method, head)
         reader = BodyReader(framing, length, rest)
-        keep_alive = (head.http_version == b"1.1"
-                      and not _asks_to_close(head.headers)
-                      and not _asks_to_close(request.headers.raw))
-        body = ResponseBody(self, connection, reader, request, keep_alive)
+        body = ResponseBody(self, connection, reader, request, _keeps_alive(head, request))
         return httpx.Response(
             head.status_code, headers=head.headers.raw_items(), stream=body,
             extensions={"http_version": b"HTTP/" + head.http_version,
@@ -441,35 +441,58 @@ class Http11Transport(httpx.AsyncBaseTransport):
                          timeout: float | None) -> tuple[h11.Response, bytes]:
         """The final response head (``1xx`` heads skipped) and the bytes after it.
 
+        The head is gathered in a ``bytearray`` and the search for its end resumes where the
+        previous one stopped, so a head that trickles in costs linear time.
+
         Raises:
             httpx.ReadTimeout, httpx.ReadError: as for a body.
-            httpx.RemoteProtocolError: the head is not HTTP/1.1 h11 accepts, longer than
-                ``MAX_HEAD_BYTES``, or the server closed before it was whole.
+            httpx.RemoteProtocolError: the head is not HTTP/1.1 h11 accepts (whatever h11
+                raises on it: the driver reports this as ``ProviderConnectionError``, 08 D19),
+                longer than ``MAX_HEAD_BYTES``, or the server closed before it was whole.
         """
-        buffer = b""
+        buffer = bytearray()
+        scan = 0
         while True:
-            end = BLANK_LINE.search(buffer)
+            end = BLANK_LINE.search(buffer, scan)
             if end is None:
                 if len(buffer) > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("the response head is too long",
                                                     request=request)
+                scan = max(len(buffer) - 2, 0)  # a blank line may start in the last two bytes
                 data = await _read(stream, timeout, request, "the response")
                 if not data:
                     raise httpx.RemoteProtocolError(
                         "Server disconnected without sending a response.", request=request)
                 buffer += data
                 continue
-            h11_connection.receive_data(buffer[:end.end()])
-            buffer = buffer[end.end():]
+            if end.end() > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("the response head is too long",
+                                                request=request)
             try:
+                h11_connection.receive_data(bytes(buffer[:end.end()]))
                 event = h11_connection.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            except Exception as exc:  # h11 refuses the head, whatever it raises (a ValueError...)
+                raise httpx.RemoteProtocolError(str(exc) or type(exc).__name__,
+                                                request=request) from exc
+            del buffer[:end.end()]
+            scan = 0
             if isinstance(event, h11.Response):
-                return event, buffer
+                return event, bytes(buffer)
             if not isinstance(event, h11.InformationalResponse):
                 raise httpx.RemoteProtocolError("the response head is not HTTP/1.1",
                                                 request=request)
+
+
+def _keeps_alive(head: h11.Response, request: httpx.Request) -> bool:
+    """Whether the connection may carry another exchange once ``head``'s body has ended by its
+    framing (module doc, step 4): an HTTP/1.1 answer, neither side asking to close, and not an
+    answer framed by both ``Transfer-Encoding`` and ``Content-Length``, which is read as
+    chunked but may be an attempt at response splitting (RFC 9112 §6.3 and §11.1)."""
+    names = {name for name, _ in head.headers}
+    return (head.http_version == b"1.1"
+            and not (b"transfer-encoding" in names and b"content-length" in names)
+            and not _asks_to_close(head.headers)
+            and not _asks_to_close(request.headers.raw))
 
 
 def _asks_to_close(headers: Iterable[tuple[bytes, bytes]]) -> bool:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import gzip
 import logging
+import math
 import re
 import ssl
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
@@ -71,6 +71,10 @@ class _Close:
 CLOSE: Final = _Close()
 #: A script step: raw bytes sent as one write, a pause in seconds, or ``CLOSE``.
 Step = bytes | float | _Close
+#: A pause that never ends: a test that waits for what follows it would hang, which
+#: ``HANG_GUARD`` turns into a failure (it bounds a hang and measures nothing, 08 D80).
+FOREVER: Final = math.inf
+HANG_GUARD: Final = 60.0
 #: The answer to one request: its steps, in order.
 Answer = Sequence[Step]
 
@@ -483,8 +487,8 @@ async def test_a_lingering_stream_reads_on_to_its_end_and_is_reused(shape: str) 
 
 
 @pytest.mark.parametrize("rest", [
-    pytest.param([5.0], id="the-end-never-comes"),
-    pytest.param([b"5\r\nmore!\r\n" * 20_000, 5.0], id="more-body-than-is-read"),
+    pytest.param([FOREVER], id="the-end-never-comes"),
+    pytest.param([b"5\r\nmore!\r\n" * 20_000, FOREVER], id="more-body-than-is-read"),
     pytest.param([b"0\r\n\r\nHTTP/1.1 200 OK\r\n"], id="bytes-after-the-end"),
     pytest.param([b"zz\r\n"], id="a-broken-end"),
 ])
@@ -493,15 +497,14 @@ async def test_a_lingering_stream_whose_body_does_not_end_cleanly_is_closed(
 ) -> None:
     """A lingering stream whose body does not end within ``FINISH_SECONDS`` and
     ``FINISH_BYTES``, or ends with bytes after it, or broken, closes its connection, without
-    waiting long."""
+    waiting for the server (whose end never comes)."""
     transport = Http11Transport(limits())
     answer: Answer = [CHUNKED_HEAD + chunk(b"data: [DONE]\n\n"), 0.0, *rest]
     async with serving(answer, [OK]) as server, client_of(transport) as client:
-        async with client.stream("GET", server.url("/a")) as response:
-            await next_piece(response)
-            lingering(response)
-            started = time.monotonic()
-        assert time.monotonic() - started < 1.0
+        with anyio.fail_after(HANG_GUARD):
+            async with client.stream("GET", server.url("/a")) as response:
+                await next_piece(response)
+                lingering(response)
         assert (transport.active, transport.idle) == (0, 0)
         assert (await client.get(server.url("/b"))).content == b"ok"
     assert server.connections == [1, 2]
@@ -644,12 +647,10 @@ async def test_a_request_past_max_connections_waits_for_a_slot() -> None:
 async def test_a_request_past_max_connections_times_out_on_the_pool() -> None:
     transport = Http11Transport(limits(max_connections=1))
     async with (serving([OK]) as server,
-                client_of(transport, httpx.Timeout(5.0, pool=0.1)) as client):
+                client_of(transport, httpx.Timeout(None, pool=0.1)) as client):
         async with client.stream("GET", server.url("/a")):
-            started = time.monotonic()
-            with pytest.raises(httpx.PoolTimeout):
+            with anyio.fail_after(HANG_GUARD), pytest.raises(httpx.PoolTimeout):
                 await client.get(server.url("/b"))
-            assert time.monotonic() - started < 1.0
             assert transport.active == 1
         assert transport.active == 0
         assert (await client.get(server.url("/c"))).content == b"ok"
@@ -715,27 +716,23 @@ async def test_a_body_cut_or_broken_is_a_remote_protocol_error(answer: Answer) -
 
 async def test_a_silent_server_is_a_read_timeout_on_the_head() -> None:
     transport = Http11Transport(limits())
-    async with (serving([5.0]) as server,
-                client_of(transport, httpx.Timeout(5.0, read=0.2)) as client):
-        started = time.monotonic()
-        with pytest.raises(httpx.ReadTimeout):
+    async with (serving([FOREVER]) as server,
+                client_of(transport, httpx.Timeout(None, read=0.2)) as client):
+        with anyio.fail_after(HANG_GUARD), pytest.raises(httpx.ReadTimeout):
             await client.get(server.url())
-        assert 0.15 < time.monotonic() - started < 2.0
         assert (transport.active, transport.idle) == (0, 0)
 
 
 async def test_a_silent_server_is_a_read_timeout_on_the_body() -> None:
     transport = Http11Transport(limits())
-    async with (serving([CHUNKED_HEAD + chunk(b"first"), 5.0]) as server,
-                client_of(transport, httpx.Timeout(5.0, read=0.2)) as client):
-        started = time.monotonic()
+    async with (serving([CHUNKED_HEAD + chunk(b"first"), FOREVER]) as server,
+                client_of(transport, httpx.Timeout(None, read=0.2)) as client):
         pieces: list[bytes] = []
         async with client.stream("GET", server.url()) as response:
-            with pytest.raises(httpx.ReadTimeout):
+            with anyio.fail_after(HANG_GUARD), pytest.raises(httpx.ReadTimeout):
                 async for piece in response.aiter_raw():
                     pieces.append(piece)
         assert pieces == [b"first"]
-        assert 0.15 < time.monotonic() - started < 2.0
         assert (transport.active, transport.idle) == (0, 0)
 
 
@@ -743,15 +740,13 @@ async def test_a_read_timeout_set_after_the_head_bounds_the_body() -> None:
     """The driver hands its ``idle`` timeout to the body after the head arrived: the body's
     reads take the read timeout the request holds when the body starts."""
     transport = Http11Transport(limits())
-    async with (serving([CHUNKED_HEAD, 5.0]) as server,
-                client_of(transport, httpx.Timeout(5.0)) as client):
+    async with (serving([CHUNKED_HEAD, FOREVER]) as server,
+                client_of(transport, httpx.Timeout(None)) as client):
         async with client.stream("GET", server.url()) as response:
             timeout = response.request.extensions["timeout"]
             response.request.extensions["timeout"] = {**timeout, "read": 0.1}
-            started = time.monotonic()
-            with pytest.raises(httpx.ReadTimeout):
+            with anyio.fail_after(HANG_GUARD), pytest.raises(httpx.ReadTimeout):
                 await response.aread()
-            assert time.monotonic() - started < 2.0
         assert (transport.active, transport.idle) == (0, 0)
 
 
