@@ -9,9 +9,9 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
    ``error_for_status(status, headers, preview)`` builds: by default ``ProviderHTTPError``
    from the provider's JSON error body (OpenAI, Anthropic and Google shapes).
 3. Otherwise it yields an async iterator that feeds every body chunk (read from the
-   response's own stream, or through ``aiter_bytes`` when a ``Content-Encoding`` needs
-   decoding) to ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until
-   ``NEED_DATA``; at the end of the body it calls ``receive_eof`` and drains until ``END``.
+   transport's own stream, and decoded here when the body has a ``Content-Encoding``, below)
+   to ``pipeline.receive_data`` and hands out ``pipeline.next_event()`` until ``NEED_DATA``;
+   at the end of the body it calls ``receive_eof`` and drains until ``END``.
    Once the pipeline has seen its protocol's terminal event (``pipeline.finished``:
    ``message_stop``, ``data: [DONE]``, ``response.completed``), nothing more is read: the
    response is closed at once, releasing the connection, and the pipeline is drained the
@@ -27,6 +27,24 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
    outermost leaves the inner ones to the garbage collector, which trio reports as a
    ``ResourceWarning`` for each. The library's own transport hands over an iterator that is no
    generator (``mmsp_io._transport``), which closing the response closes.
+
+Content codings (08 D18): a body with a ``Content-Encoding`` is decoded here, in one place
+for every transport (a caller's ``http_client`` and the MMSP server's upstream clients
+included); httpx's content decoder is never used, as it inflates each read whole and nested
+codings one into the other (592 bytes of ``gzip, gzip`` became 2.58 GB). The transport's raw
+chunks go through a zlib decompressor in steps of at most ``DECODED_STEP`` decoded bytes, each
+handed on (to the pipeline, ``fetch_body``'s body or the error preview) before the next is
+decoded, so the limits of a body count decoded bytes (the SSE decoder's line and event, a
+one-body decoder's body, ``fetch_body``'s ``limit``) and a decompression bomb meets them, with
+their ``StreamLimitError``, while memory holds one step of it. Requests ask for what is decoded
+(``Accept-Encoding: gzip, deflate``, over the client's own list): one coding, ``gzip`` or
+``deflate`` (zlib's format, or raw deflate as some servers send it). An answer in any other
+coding, or in several (``gzip, gzip``), cannot be read: ``ProviderConnectionError`` once its
+status is known to be 2xx (08 D19: no usable response came, as when the transport refuses a
+head; ``MalformedEventError`` names an event, and no event was read). A compressed stream that
+breaks, ends before its end (a gzip body cut short) or has bytes after it is a cut body
+(step 4). A body without ``Content-Encoding``, the common case, goes from the transport to the
+pipeline with nothing in between.
 
 Timeouts (08 D22): every wait runs inside one ``anyio.CancelScope`` whose deadline is the
 earliest of the limits that apply to it: ``total`` (from the start of ``open_stream``),
@@ -57,6 +75,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import math
+import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -83,6 +102,8 @@ from mmsp_core.request import HTTPRequest
 from ._transport import BODY_EXTENSION, Http11Transport, ResponseBody
 
 __all__ = [
+    "ACCEPT_ENCODING",
+    "DECODED_STEP",
     "ERROR_PREVIEW_BYTES",
     "ErrorForStatus",
     "Timeouts",
@@ -97,6 +118,14 @@ ERROR_PREVIEW_BYTES: Final = 64 * 1024
 #: Builds the exception of a non-2xx answer from its status, headers and body preview (09).
 #: ``headers`` is case-insensitive (an ``httpx.Headers``).
 ErrorForStatus = Callable[[int, Mapping[str, str], bytes], BaseException]
+
+#: The content codings decoded (module doc, "Content codings"), as requests ask for them.
+ACCEPT_ENCODING: Final = "gzip, deflate"
+#: The most decoded bytes one step of a content decoder hands out.
+DECODED_STEP: Final = 64 * 1024
+#: zlib's window bits for each content coding decoded: the gzip format, the zlib format.
+_WINDOW_BITS: Final = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+                       "deflate": zlib.MAX_WBITS}
 
 #: Headers that carry a provider's request id: OpenAI, Anthropic, Google.
 _REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id")
@@ -115,8 +144,20 @@ _TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, Http11Transpor
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"Timeouts.{attribute.name} must be a positive number or None")
+    """Check one field of ``Timeouts``: seconds as an ``int`` or a ``float``, or ``None``.
+
+    Raises:
+        TypeError: ``value`` is not a number (a ``bool`` or a string is not one).
+        ValueError: ``value`` is not positive (zero, negative, NaN).
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"Timeouts.{attribute.name} must be a number of seconds (int or float) "
+                        f"or None, not {type(value).__name__} {value!r:.40}")
+    if not value > 0:
+        raise ValueError(f"Timeouts.{attribute.name} must be a positive number or None, "
+                         f"not {value!r}")
 
 
 @final
@@ -129,6 +170,11 @@ class Timeouts:
         first_event: from sending the request to the first public event.
         idle: the longest wait for the next bytes of the body (keep-alive comments count).
         total: the whole call, from sending the request to the end of the body.
+
+    Raises:
+        TypeError: a field that is neither an ``int``, a ``float`` nor ``None`` (a ``bool``
+            is not a number of seconds), naming the field.
+        ValueError: a field that is not positive.
     """
 
     connect: float | None = attrs.field(default=10.0, validator=_positive_or_none)
@@ -303,7 +349,8 @@ async def open_stream(
             ``total`` counts from there (08 D60); ``None`` means now.
 
     Raises:
-        ProviderConnectionError: no response (08 D19).
+        ProviderConnectionError: no response, or one in a content coding not decoded (08 D19,
+            module doc).
         ProviderHTTPError: a non-2xx answer (or what ``error_for_status`` builds).
         StreamTimeoutError: a named timeout expired (08 D22).
         MMSPError: whatever the pipeline raises, in stream order; ``IncompleteStreamError``
@@ -314,39 +361,135 @@ async def open_stream(
         request.method, _parsed_url(url), headers=request.headers, content=request.body or None,
         timeout=_http_timeout(http_client, timeouts),
     )
+    http_request.headers["accept-encoding"] = ACCEPT_ENCODING
     response = await _send(http_client, http_request, deadlines, follow_redirects=False)
     # After the first event only ``idle`` and ``total`` can expire. With no ``total``, and
     # ``idle`` enforced by the transport itself (or unset), a read needs no scope of ours.
     unguarded = timeouts.total is None and (
         timeouts.idle is None or _hand_idle_to(http_client, http_request, timeouts.idle)
     )
-    chunks = _body_chunks(response)
+    raw, chunks = _body_chunks(response)
     try:
         await _raise_for_status(response, chunks, deadlines, error_for_status)
-        events = _events(response, chunks, pipeline, deadlines, http_request, unguarded)
+        _refuse_coding(chunks, client)
+        body = _Body(response, raw, chunks, pipeline, deadlines, http_request)
+        events = _events(body, unguarded)
         try:
             yield events
         finally:
             await events.aclose()
     finally:
-        await _close(response, chunks)
+        await _close(response, raw)
 
 
-def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The chunks of ``response``'s body as the transport hands them over.
+def _body_chunks(response: httpx.Response) -> tuple[AsyncIterator[bytes], AsyncIterator[bytes]]:
+    """The transport's own iterator of ``response``'s raw body, and the chunks to read: the
+    same, or ``_Decoded`` from them when the body has a ``Content-Encoding`` (module doc).
 
-    A body without a ``Content-Encoding`` is read from the transport's own iterator: the
-    library's transport puts it in the response's extensions (``BODY_EXTENSION``: no generator
-    layer at all), any other transport's is the response's own stream, two generator layers
-    under ``aiter_bytes`` (whose content decoder is then the identity and whose chunker,
-    without a chunk size, passes each chunk through). An encoded body (gzip, ...) goes through
-    ``aiter_bytes``, which decodes it. Either way ``_close`` closes the response.
+    The library's transport puts its iterator in the response's extensions
+    (``BODY_EXTENSION``: no generator layer at all); any other transport's is the response's
+    own stream (what ``aiter_raw`` reads, without its chunker). ``_close`` closes the response.
     """
-    stream = response.stream
-    if "content-encoding" in response.headers or not isinstance(stream, httpx.AsyncByteStream):
-        return response.aiter_bytes()
-    body: AsyncIterator[bytes] | None = response.extensions.get(BODY_EXTENSION)
-    return body if body is not None else stream.__aiter__()
+    raw: AsyncIterator[bytes] | None = response.extensions.get(BODY_EXTENSION)
+    if raw is None:
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)  # as httpx's AsyncClient ensures
+        raw = stream.__aiter__()
+    header = response.headers.get("content-encoding")
+    if header is None:
+        return raw, raw
+    tokens = (token.strip().lower() for token in header.split(","))
+    coding = ", ".join(token for token in tokens if token not in ("", "identity"))
+    return raw, (_Decoded(raw, coding) if coding else raw)
+
+
+@final
+class _Decoded:
+    """The chunks of a body with a content coding, decoded in steps of at most
+    ``DECODED_STEP`` bytes (module doc, "Content codings"), from the transport's ``raw`` ones.
+
+    Attributes:
+        raw: the transport's iterator of the raw body.
+        refused: why the coding cannot be decoded (not ``gzip`` or ``deflate``, or several),
+            ``None`` when it can.
+
+    Raises (iterating):
+        httpx.DecodingError: the coding is refused, or its compressed stream broke, ended
+            before its end or has bytes after it (a cut body, module doc step 4).
+        Whatever ``raw`` raises.
+    """
+
+    __slots__ = ("_coding", "_decompressor", "_fed", "_more", "_opening", "raw", "refused")
+
+    def __init__(self, raw: AsyncIterator[bytes], coding: str) -> None:
+        self.raw = raw
+        self._coding = coding
+        bits = _WINDOW_BITS.get(coding)
+        self._decompressor = None if bits is None else zlib.decompressobj(bits)
+        self.refused = None if bits is not None else (
+            f"the answer's Content-Encoding is {coding!r}; only one of {ACCEPT_ENCODING} "
+            "is read")
+        #: Whether compressed bytes were given to the decompressor (an empty body is empty).
+        self._fed = False
+        #: A ``deflate`` body's first bytes while they are fewer than a zlib header's two:
+        #: read again as raw deflate if zlib refuses the header; ``None`` once past it.
+        self._opening: bytes | None = b"" if coding == "deflate" else None
+        #: Whether the last step may have left decoded bytes to hand out before reading on.
+        self._more = False
+
+    def __aiter__(self) -> _Decoded:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            decompressor = self._decompressor
+            if decompressor is None:
+                raise httpx.DecodingError(str(self.refused))
+            if self._more:  # what the last step left: no read
+                data = decompressor.unconsumed_tail
+            else:
+                try:
+                    data = await self.raw.__anext__()
+                except StopAsyncIteration:
+                    if self._fed and not decompressor.eof:
+                        raise httpx.DecodingError(
+                            f"the body ended inside its {self._coding} stream") from None
+                    raise
+                if not data:
+                    continue
+                if decompressor.eof:
+                    raise httpx.DecodingError(f"bytes after the end of the {self._coding} "
+                                              "stream")
+            decoded = self._step(decompressor, data)
+            if decoded:
+                return decoded
+
+    def _step(self, decompressor: zlib._Decompress, data: bytes) -> bytes:
+        """At most ``DECODED_STEP`` bytes decoded from ``data`` (``b""`` when they only
+        complete what came before); a ``deflate`` body that does not start with a zlib header
+        is read again as raw deflate, as some servers send it (and httpx reads it).
+
+        Raises:
+            httpx.DecodingError: the compressed stream is broken, or bytes follow its end.
+        """
+        self._fed = True
+        opening = self._opening
+        try:
+            decoded = decompressor.decompress(data, DECODED_STEP)
+        except zlib.error as exc:
+            if opening is None:
+                raise httpx.DecodingError(f"the {self._coding} stream is broken: {exc}") from exc
+            self._opening = None
+            self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
+            return self._step(self._decompressor, opening + data)
+        if opening is not None:
+            opening += data
+            self._opening = opening if len(opening) < 2 else None
+        if decompressor.unused_data:
+            raise httpx.DecodingError(f"bytes after the end of the {self._coding} stream")
+        self._more = not decompressor.eof and (
+            len(decoded) == DECODED_STEP or bool(decompressor.unconsumed_tail))
+        return decoded
 
 
 def _hand_idle_to(http_client: httpx.AsyncClient, request: httpx.Request, idle: float) -> bool:
@@ -372,29 +515,32 @@ def _deadlines(client: str, timeouts: Timeouts, started: float | None) -> _Deadl
     return _Deadlines(client, timeouts, started)
 
 
-async def _close(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
-    """End the body iterator and close ``response``, even inside a cancelled scope (the
-    caller's cancellation or ours); closing twice does nothing more (a closed response's
-    iterator was ended first, or ran to its end)."""
+def _refuse_coding(chunks: AsyncIterator[bytes], client: str) -> None:
+    """Refuse a body in a content coding that is not decoded (module doc, "Content codings").
+
+    Raises:
+        ProviderConnectionError: ``chunks`` are ``_Decoded`` from a refused coding.
+    """
+    if isinstance(chunks, _Decoded) and chunks.refused is not None:
+        raise ProviderConnectionError(client, chunks.refused)
+
+
+async def _close(response: httpx.Response, raw: AsyncIterator[bytes]) -> None:
+    """End the transport's body iterator ``raw`` and close ``response``, even inside a
+    cancelled scope (the caller's cancellation or ours); closing twice does nothing more (a
+    closed response's iterator was ended first, or ran to its end)."""
     if response.is_closed:
         return
-    if isinstance(chunks, AsyncGenerator):  # httpx's chain of generators (module doc, step 5)
-        await _end_body(chunks)
+    if isinstance(raw, AsyncGenerator):  # httpx's chain of generators (module doc, step 5)
+        await _end_body(raw)
     with anyio.move_on_after(_CLOSE_SECONDS, shield=True):
         await response.aclose()
 
 
-async def _events(
-    response: httpx.Response,
-    chunks: AsyncIterator[bytes],
-    pipeline: StreamPipeline,
-    deadlines: _Deadlines,
-    request: httpx.Request,
-    unguarded: bool,
-) -> AsyncGenerator[UniEvent, None]:
-    """The public events of ``response``'s body, steps 3 and 4 of the module doc.
+async def _events(body: _Body, unguarded: bool) -> AsyncGenerator[UniEvent, None]:
+    """The public events of ``body``, steps 3 and 4 of the module doc.
 
-    Until the first event every read runs under ``deadlines``: each read under its own scope,
+    Until the first event every read runs under ``body.deadlines``: each read under its own scope,
     or, when ``unguarded`` (``idle`` is the transport's), every read before the first event
     under one scope, as only ``first_event`` can then expire. After it, reads are guarded only
     when ``unguarded`` is false (module doc, "Timeouts").
@@ -403,7 +549,7 @@ async def _events(
         StreamTimeoutError: a named timeout, or the caller's read timeout, expired.
         MMSPError: whatever the pipeline raises.
     """
-    body = _Body(response, chunks, pipeline, deadlines, request)
+    deadlines = body.deadlines
     if unguarded:
         event = await deadlines.guarded(body.next_event(guard=False), idle=False)
     else:
@@ -416,19 +562,22 @@ async def _events(
 
 @final
 class _Body:
-    """The reading side of one response: its next public event, read on demand."""
+    """The reading side of one response: its next public event, read on demand from
+    ``chunks`` (the transport's ``raw`` ones, or decoded from them)."""
 
-    __slots__ = ("chunks", "cut", "deadlines", "pipeline", "request", "response")
+    __slots__ = ("chunks", "cut", "deadlines", "pipeline", "raw", "request", "response")
 
     def __init__(
         self,
         response: httpx.Response,
+        raw: AsyncIterator[bytes],
         chunks: AsyncIterator[bytes],
         pipeline: StreamPipeline,
         deadlines: _Deadlines,
         request: httpx.Request,
     ) -> None:
         self.response = response
+        self.raw = raw
         self.chunks = chunks
         self.pipeline = pipeline
         self.deadlines = deadlines
@@ -466,9 +615,9 @@ class _Body:
             if event is not NEED_DATA:
                 return event
             if pipeline.finished:  # the terminal event came (08 D56)
-                if isinstance(self.chunks, ResponseBody):  # its connection may be reused
-                    self.chunks.linger = True
-                await _close(self.response, self.chunks)
+                if isinstance(self.raw, ResponseBody):  # its connection may be reused
+                    self.raw.linger = True
+                await _close(self.response, self.raw)
                 pipeline.receive_eof()
                 continue
             try:
@@ -509,18 +658,22 @@ async def fetch_body(
         The body and the response headers.
 
     Raises:
-        ProviderConnectionError: no response, or the body was cut.
+        ProviderConnectionError: no response, one in a content coding not decoded, or the
+            body was cut.
         ProviderHTTPError: a non-2xx answer (or what ``error_for_status`` builds).
         StreamTimeoutError: a named timeout expired.
-        StreamLimitError: the body is longer than ``limit`` (``what="response body"``).
+        StreamLimitError: the body, decoded, is longer than ``limit``
+            (``what="response body"``).
     """
     deadlines = _deadlines(client, timeouts, started)
     request = http_client.build_request("GET", url, headers=headers,
                                         timeout=_http_timeout(http_client, timeouts))
+    request.headers["accept-encoding"] = ACCEPT_ENCODING
     response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)
-    chunks = _body_chunks(response)
+    raw, chunks = _body_chunks(response)
     try:
         await _raise_for_status(response, chunks, deadlines, error_for_status)
+        _refuse_coding(chunks, client)
         body = bytearray()
         while True:
             try:
@@ -535,7 +688,7 @@ async def fetch_body(
             if len(body) > limit:
                 raise StreamLimitError("response body", limit, len(body))
     finally:
-        await _close(response, chunks)
+        await _close(response, raw)
 
 
 # --------------------------------------------------------------------------------------------

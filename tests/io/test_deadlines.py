@@ -11,7 +11,7 @@ the time the caller holds an event; and that any other transport is not trusted.
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -99,12 +99,17 @@ async def run(url: str, timeouts: Timeouts, clock: Callable[[], int], *,
     return events
 
 
+#: The stalls of these scripts never end: a timeout that does not fire hangs the test, which
+#: this guard turns into a failure (it bounds a hang and measures nothing, 08 D80).
+HANG_GUARD = 60.0
+FOREVER = math.inf
+
+
 async def timed_out(url: str, timeouts: Timeouts, clock: Callable[[], int],
-                    **options: Any) -> tuple[StreamTimeoutError, float]:
-    started = time.monotonic()
-    with pytest.raises(StreamTimeoutError) as caught:
+                    **options: Any) -> StreamTimeoutError:
+    with anyio.fail_after(HANG_GUARD), pytest.raises(StreamTimeoutError) as caught:
         await run(url, timeouts, clock, **options)
-    return caught.value, time.monotonic() - started
+    return caught.value
 
 
 FIRST = sse(delta("Hel"))
@@ -112,21 +117,21 @@ REST = sse(delta("lo"), stop())
 
 
 async def test_idle_after_the_first_event(fake_clock: Callable[[], int], transport: str) -> None:
-    async with server([FIRST, 5.0, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=0.3), fake_clock,
-                                         http_client=http_client(transport))
+    async with server([FIRST, FOREVER, REST]) as url:
+        error = await timed_out(url, Timeouts(idle=0.3), fake_clock,
+                                http_client=http_client(transport))
     assert (error.which, error.seconds) == ("idle", 0.3)
-    assert 0.25 < elapsed < 2.0
 
 
 async def test_the_callers_tighter_read_timeout_reports_as_idle(
     fake_clock: Callable[[], int], transport: str
 ) -> None:
-    async with server([FIRST, 5.0, REST]) as url:
+    # ``idle`` alone would outlast the hang guard.
+    async with server([FIRST, FOREVER, REST]) as url:
         http = http_client(transport, httpx.Timeout(None, read=0.2))
-        error, elapsed = await timed_out(url, Timeouts(idle=3.0), fake_clock, http_client=http)
+        error = await timed_out(url, Timeouts(idle=10 * HANG_GUARD), fake_clock,
+                                http_client=http)
     assert (error.which, error.seconds) == ("idle", 0.2)
-    assert elapsed < 2.0
 
 
 async def test_keep_alive_comments_and_holding_events_do_not_expire_idle(
@@ -142,11 +147,10 @@ async def test_keep_alive_comments_and_holding_events_do_not_expire_idle(
 async def test_total_is_kept_after_the_first_event(
     fake_clock: Callable[[], int], transport: str
 ) -> None:
-    async with server([FIRST, 5.0, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=3.0, total=0.4), fake_clock,
-                                         http_client=http_client(transport))
+    async with server([FIRST, FOREVER, REST]) as url:
+        error = await timed_out(url, Timeouts(idle=10 * HANG_GUARD, total=0.4), fake_clock,
+                                http_client=http_client(transport))
     assert (error.which, error.seconds) == ("total", 0.4)
-    assert elapsed < 2.0
 
 
 async def test_idle_does_not_bound_the_wait_for_headers(
@@ -164,8 +168,8 @@ async def test_first_event_still_bounds_the_first_reads(
 ) -> None:
     pings = [step for _ in range(20) for step in (0.05, b": ping\n\n")]
     async with server([*pings, FIRST, REST]) as url:
-        error, _ = await timed_out(url, Timeouts(idle=0.3, first_event=0.3), fake_clock,
-                                   http_client=http_client(transport))
+        error = await timed_out(url, Timeouts(idle=0.3, first_event=0.3), fake_clock,
+                                http_client=http_client(transport))
     assert (error.which, error.seconds) == ("first_event", 0.3)
 
 
@@ -173,11 +177,10 @@ async def test_idle_bounds_the_reads_before_the_first_event(
     fake_clock: Callable[[], int], transport: str
 ) -> None:
     # Before the first event the reads share one first_event scope; idle is the transport's.
-    async with server([b": ping\n\n", 5.0, FIRST, REST]) as url:
-        error, elapsed = await timed_out(url, Timeouts(idle=0.3, first_event=10.0), fake_clock,
-                                         http_client=http_client(transport))
+    async with server([b": ping\n\n", FOREVER, FIRST, REST]) as url:
+        error = await timed_out(url, Timeouts(idle=0.3, first_event=10 * HANG_GUARD), fake_clock,
+                                http_client=http_client(transport))
     assert (error.which, error.seconds) == ("idle", 0.3)
-    assert 0.25 < elapsed < 2.0
 
 
 def test_only_httpx_own_transport_and_the_librarys_are_trusted() -> None:
@@ -200,10 +203,8 @@ def test_only_httpx_own_transport_and_the_librarys_are_trusted() -> None:
 async def test_a_mock_transport_keeps_per_read_deadlines(fake_clock: Callable[[], int]) -> None:
     from httpfakes import Body
 
-    body = Body(FIRST, 5.0, REST)
-    started = time.monotonic()
-    with pytest.raises(StreamTimeoutError) as caught:
-        await run("https://provider.test/stream", Timeouts(idle=0.2), fake_clock,
-                  http_client=mock_client(lambda request: httpx.Response(200, stream=body)))
-    assert (caught.value.which, caught.value.seconds) == ("idle", 0.2)
-    assert time.monotonic() - started < 2.0
+    body = Body(FIRST, FOREVER, REST)
+    error = await timed_out("https://provider.test/stream", Timeouts(idle=0.2), fake_clock,
+                            http_client=mock_client(
+                                lambda request: httpx.Response(200, stream=body)))
+    assert (error.which, error.seconds) == ("idle", 0.2)
