@@ -111,3 +111,23 @@ def test_mypy_strict_reads_the_installed_packages_types(wheel: Path, tmp_path: P
         cwd=program.parent, env=env, capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ci_pins_every_runtime_dependency_at_its_declared_floor() -> None:
+    """``.ci/floors.py`` gives ``.ci/run``'s floor step one pin per runtime dependency, at the
+    version ``pyproject.toml`` declares as its minimum (08 D80); h11 is at least 0.16 (a
+    5,000-digit Content-Length was a bare ValueError before) and httpx is bounded above (the
+    transport reads its response objects)."""
+    import tomllib
+
+    done = subprocess.run([sys.executable, str(ROOT / ".ci" / "floors.py")],
+                          capture_output=True, text=True, check=True)
+    pins = dict(line.split("==") for line in done.stdout.splitlines())
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert sorted(pins) == sorted({"attrs", "anyio", "httpx", "h11", "mypy_extensions"})
+    assert len(declared) == len(pins)
+    for requirement in declared:
+        name = requirement.split(">=")[0].strip()
+        assert f">={pins[name]}" in requirement.replace(" ", ""), requirement
+    assert tuple(int(part) for part in pins["h11"].split(".")) >= (0, 16)
+    assert any(r.startswith("httpx") and ",<" in r.replace(" ", "") for r in declared)
