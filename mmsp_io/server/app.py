@@ -81,7 +81,8 @@ async def serve(
     limits = httpserver.Limits(max_body_bytes=MAX_BODY_BYTES)
     try:
         async with anyio.create_task_group() as tasks:
-            async with httpserver.serve(gateway.handle, host=host, port=port, limits=limits,
+            handle = partial(gateway.handle, local_host=host)  # the Host rule (handler)
+            async with httpserver.serve(handle, host=host, port=port, limits=limits,
                                         grace=grace + _FLUSH_SECONDS, refusal=core_refusal,
                                         admit=partial(head_refusal, gateway)) as server:
                 try:

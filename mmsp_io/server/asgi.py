@@ -211,7 +211,7 @@ class ASGIApp:
             async with anyio.create_task_group() as sending:
                 sending.start_soon(out.pump)
                 try:
-                    await self.gateway.handle(request, out)
+                    await self.gateway.handle(request, out, local_host=_local_host(scope))
                     if out.started and not out.complete:
                         await out.end()
                 finally:
@@ -245,6 +245,13 @@ def _closing_start(answer: Answer) -> Message:
     headers = [(name.encode(), value.encode()) for name, value in answer.headers]
     return {"type": "http.response.start", "status": answer.status, "headers": [
         *headers, (b"content-length", str(len(answer.body)).encode()), (b"connection", b"close")]}
+
+
+def _local_host(scope: Scope) -> str | None:
+    """The address the request came in at (the ASGI ``server``), for the gateway's ``Host``
+    rule; ``None`` when the ASGI server does not say."""
+    server = scope.get("server")
+    return str(server[0]) if server else None
 
 
 async def _watch(receive: Receive, out: _Output) -> None:
