@@ -30,10 +30,13 @@ read plus an incomplete line. A chunk-size line with its CRLF, or a trailer sect
 blank line, longer than ``MAX_LINE_BYTES`` is an error, the same however the bytes arrive.
 
 An incomplete chunk-size line or trailer section costs linear time however it trickles in: the
-search for its end resumes where the previous one stopped, and while it waits for more bytes it
-is gathered in a ``bytearray`` that the next bytes are appended to (no copy of what is held per
-read), which becomes the ``bytes`` buffer again once it is whole. The buffer is otherwise the
-``bytes`` received, so that a piece of body is one slice of it.
+search for its end resumes where the previous one stopped, and once it waits for more bytes at
+the start of the buffer (it waited before, or its read brought nothing else) it is gathered in
+a ``bytearray`` that the next bytes are appended to (no copy of what is held per read), which
+becomes the ``bytes`` buffer again once it is whole. The buffer is otherwise the ``bytes``
+received, so that a piece of body is one slice of it; a read that ends inside a chunk-size
+line after whole chunks (the common split) costs one copy of that line's start at the next
+read, and the chunk is then read in one step.
 """
 
 from __future__ import annotations
@@ -217,7 +220,8 @@ class BodyReader:
                 return result
 
     def _size(self) -> bytes | _Sentinel | None:
-        held = self._held()
+        line = self._line
+        held = self._buffer if line is None else line
         position = self._position
         line_end = held.find(b"\r\n", self._scan)
         if line_end < 0:
@@ -225,7 +229,7 @@ class BodyReader:
             return self._need(len(held) - position)
         if line_end + 2 - position > MAX_LINE_BYTES:
             raise _too_long("chunk-size line")
-        buffer = self._whole()
+        buffer = self._buffer if line is None else self._whole()
         match = _CHUNK_SIZE.fullmatch(buffer, position, line_end)
         if match is None:
             raise BodyError(f"illegal chunk header: {buffer[position:line_end][:64]!r}")
@@ -260,7 +264,8 @@ class BodyReader:
         return None
 
     def _trailer(self) -> bytes | _Sentinel | None:
-        held = self._held()
+        line = self._line
+        held = self._buffer if line is None else line
         position = self._position
         if held.startswith(b"\r\n", position):
             end = position + 2
@@ -289,11 +294,6 @@ class BodyReader:
     def _moved_to(self, position: int) -> None:
         self._position = self._scan = position
 
-    def _held(self) -> bytes | bytearray:
-        """The bytes held: the incomplete line being gathered, else the buffer."""
-        line = self._line
-        return self._buffer if line is None else line
-
     def _whole(self) -> bytes:
         """The buffer, once the line being gathered (if any) is whole: ``bytes`` again."""
         line = self._line
@@ -306,18 +306,15 @@ class BodyReader:
         """``NEED_DATA``, or the error of a body that cannot get it (``held`` bytes of an
         incomplete line or trailer section are waiting: with at least one byte more to come,
         past ``held + 1 > MAX_LINE_BYTES`` it can only end too long). Those bytes are then
-        gathered in a ``bytearray`` (module doc)."""
+        gathered in a ``bytearray`` when they start the buffer (module doc)."""
         if held >= MAX_LINE_BYTES:
             raise _too_long("chunk-size line or trailer section")
         if self._eof:
             raise BodyError("peer closed connection without sending complete message body "
                             "(incomplete chunked read)")
-        if held and self._line is None:
-            position = self._position
-            self._line = bytearray(memoryview(self._buffer)[position:])
+        if held and self._position == 0 and self._line is None:
+            self._line = bytearray(self._buffer)
             self._buffer = b""
-            self._position = 0
-            self._scan -= position
         return NEED_DATA
 
     # -- Content-Length and until close ------------------------------------------------------
