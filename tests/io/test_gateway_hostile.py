@@ -94,6 +94,26 @@ async def test_the_gateway_fetches_no_remote_image_by_default(front: str, tmp_pa
     assert images.seen == [] and sim.requests == []
 
 
+async def test_a_tool_results_image_is_not_fetched_either(tmp_path: Path) -> None:
+    async with Simulator.running() as sim, image_server() as images:
+        body = stream_body(MODEL)
+        body["messages"] += [
+            {"role": "assistant", "content_items": [
+                {"type": "tool_call.done", "name": "camera", "tool_call_id": "call_1",
+                 "arguments": {}}]},
+            {"role": "user", "content_items": [
+                {"type": "tool_result.done", "tool_call_id": "call_1", "text": "a photo",
+                 "images": [images.url("/image/100")]}]},
+        ]
+        for settings in ({}, {"remote_images": {"enabled": True}}):
+            gate = gateway(sim, tmp_path, **settings)
+            async with running(gate, "h11") as origin, httpx.AsyncClient() as http:
+                _response, events = await post_stream(http, origin, body)
+            error = error_of(events)
+            assert (error["type"], error["message_index"]) == ("InvalidMessageError", 2)
+    assert images.seen == [] and sim.requests == []
+
+
 async def test_enabled_remote_images_still_refuse_loopback_unless_the_host_is_allowed(
     tmp_path: Path,
 ) -> None:
