@@ -27,7 +27,17 @@ import h11
 import httpx
 import pytest
 from httpfakes import json_pipeline
-from test_transport import CLOSE, LAST_CHUNK, OK, chunk, client_of, head, limits, serving
+from test_transport import (
+    FOREVER,
+    HANG_GUARD,
+    LAST_CHUNK,
+    OK,
+    chunk,
+    client_of,
+    head,
+    limits,
+    serving,
+)
 
 from mmsp_core import HTTPRequest, ProviderConnectionError, TextDone, UniMessage
 from mmsp_io import AutoLLMClient, Timeouts, open_stream
@@ -139,7 +149,7 @@ async def test_a_head_one_byte_per_read_costs_linear_work(one_byte_reads: Counti
     assert MAX_HEAD_BYTES - 200 < len(answer) <= MAX_HEAD_BYTES
     transport = Http11Transport(limits())
     async with serving([answer]) as server, client_of(transport, httpx.Timeout(None)) as client:
-        with anyio.fail_after(60):  # a guard against a hang, not a measure
+        with anyio.fail_after(HANG_GUARD):
             response = await client.get(server.url())
     assert (response.headers["x-filler"], response.content) == (filler, b"ok")
     assert one_byte_reads.scanned <= 4 * len(answer)
@@ -150,9 +160,10 @@ async def test_a_head_too_long_one_byte_per_read_costs_linear_work(
 ) -> None:
     answer = b"HTTP/1.1 200 OK\r\nx-big: " + b"a" * MAX_HEAD_BYTES
     transport = Http11Transport(limits())
-    async with (serving([answer, 30.0, CLOSE]) as server,
+    async with (serving([answer, FOREVER]) as server,
                 client_of(transport, httpx.Timeout(None)) as client):
-        with anyio.fail_after(60), pytest.raises(httpx.RemoteProtocolError, match="too long"):
+        with (anyio.fail_after(HANG_GUARD),
+              pytest.raises(httpx.RemoteProtocolError, match="too long")):
             await client.get(server.url())
         assert (transport.active, transport.idle) == (0, 0)
     assert one_byte_reads.scanned <= 4 * len(answer)
