@@ -261,7 +261,10 @@ async def _send(
     Raises:
         StreamTimeoutError: connecting took longer than ``connect``, or the headers did not
             come within ``first_event`` / ``total``.
-        ProviderConnectionError: no response (chained from the transport exception).
+        ProviderConnectionError: no response (chained from the transport exception), also when
+            the transport let its HTTP parser's ``ValueError`` through: httpcore maps only
+            h11's ``RemoteProtocolError`` (h11 0.14 raised a ``ValueError`` on a 5,000-digit
+            ``Content-Length``); the library's transport maps whatever h11 raises.
     """
     client = deadlines.client
     try:
@@ -275,6 +278,12 @@ async def _send(
         raise _read_timeout(client, request) from exc
     except httpx.RequestError as exc:
         raise ProviderConnectionError(client, str(exc) or type(exc).__name__) from exc
+    except MMSPError:  # StreamTimeoutError is a ValueError too
+        raise
+    except ValueError as exc:
+        raise ProviderConnectionError(
+            client, f"the response head could not be read: {str(exc) or type(exc).__name__}"
+        ) from exc
 
 
 async def _end_body(chunks: AsyncIterator[bytes]) -> None:

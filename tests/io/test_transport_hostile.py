@@ -6,7 +6,9 @@ What this proves:
 * Whatever h11 raises on a response head (h11 0.14 raised a bare ``ValueError`` for a
   5,000-digit ``Content-Length``; here h11 is made to raise one) reaches the caller as the
   typed ``ProviderConnectionError`` (08 D19), chained from httpx's ``RemoteProtocolError``:
-  through ``open_stream`` and through ``AutoLLMClient``.
+  through ``open_stream`` and through ``AutoLLMClient``. Through httpx's own transport, which
+  lets h11's ``ValueError`` through, the driver reports that as ``ProviderConnectionError``
+  too.
 * An answer framed by both ``Transfer-Encoding: chunked`` and ``Content-Length`` is read as
   chunked, and its connection is not reused (RFC 9112 §6.3: it may be an attempt at response
   splitting), whatever the order of the two headers.
@@ -80,6 +82,27 @@ async def test_any_error_h11_raises_on_a_head_is_a_connection_error_through_open
     cause = caught.value.__cause__
     assert isinstance(cause, httpx.RemoteProtocolError)
     assert isinstance(cause.__cause__, h11_fails)
+
+
+async def test_h11s_value_error_under_httpx_own_transport_is_a_connection_error_too(
+    monkeypatch: pytest.MonkeyPatch, fake_clock: Callable[[], int],
+) -> None:
+    """httpcore maps only h11's ``RemoteProtocolError``; the driver reports the
+    ``ValueError`` h11 0.14 raised as what it is, a head that could not be read (a caller's
+    ``httpx.AsyncClient()`` and the MMSP server's upstream clients take this path)."""
+
+    def next_event(self: h11.Connection) -> object:
+        raise ValueError("Content-Length of 5000 digits")
+
+    monkeypatch.setattr(h11.Connection, "next_event", next_event)
+    async with serving([OK]) as server, httpx.AsyncClient(trust_env=False) as client:
+        with pytest.raises(ProviderConnectionError) as caught:
+            async with open_stream(client, server.url("/stream"), REQUEST,
+                                   json_pipeline(fake_clock), client="test", timeouts=RELAXED):
+                pytest.fail("no stream without a head")
+    assert caught.value.reason == (
+        "the response head could not be read: Content-Length of 5000 digits")
+    assert isinstance(caught.value.__cause__, ValueError)
 
 
 async def test_any_error_h11_raises_on_a_head_is_a_connection_error_through_the_client(
