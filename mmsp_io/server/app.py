@@ -10,9 +10,9 @@ flight get ``grace`` seconds to finish, then their upstream calls are aborted, s
 ``data: [DONE]`` (07 §4's cancellation) within ``_FLUSH_SECONDS`` more, after which whatever is
 left is closed.
 
-Authentication (07 §3) is checked on the request head, before the body is read
-(``head_refusal``, the core's ``admit`` hook): an unauthenticated upload is answered 401 and
-never read.
+The ``Host`` rule of an open server and authentication (07 §3) are checked on the request
+head, before the body is read (``head_refusal``, the core's ``admit`` hook): an upload either
+refuses is answered 403 or 401 and never read.
 
 The core's own refusals (413 for a body over 50 MiB, 431, 408 for a request too slow to
 arrive, 400 for bad HTTP, 503 at the connection cap) are answered in the server's JSON error
@@ -26,7 +26,7 @@ import contextlib
 import signal
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
@@ -54,13 +54,17 @@ def core_refusal(status: int, reason: str) -> tuple[str, bytes]:
     return answer.headers[0][1], answer.body
 
 
-async def head_refusal(gateway: Gateway, head: httpserver.Request) -> Answer | None:
+async def head_refusal(
+    gateway: Gateway, head: httpserver.Request, *, local_host: str | None = None
+) -> Answer | None:
     """The refusal of a request turned away on its head alone, before any byte of its body is
-    read: authentication, which comes first (07 §3, §4), so an unauthenticated upload is never
-    buffered. ``None`` lets the request in. Both front ends ask it."""
-    if gateway.authorised(head):
+    read: the ``Host`` rule of an open server and authentication, which come first (07 §3,
+    §4), so an upload refused by either is never buffered. ``local_host`` is the address the
+    front end listens at (``Gateway.host_allowed``). ``None`` lets the request in. Both front
+    ends ask it."""
+    if gateway.host_allowed(head, local_host) and gateway.authorised(head):
         return None
-    decision = gateway.decide(head)  # the 401 of 07 §3, counted in the metrics
+    decision = gateway.decide(head, local_host=local_host)  # the 403 or 401, counted
     return decision if isinstance(decision, Answer) else None
 
 
@@ -78,13 +82,15 @@ async def serve(
     Raises:
         OSError: the port cannot be bound.
     """
-    limits = httpserver.Limits(max_body_bytes=MAX_BODY_BYTES)
+    settings: dict[str, Any] = dict(gateway.config.connections)
+    limits = httpserver.Limits(max_body_bytes=MAX_BODY_BYTES, **settings)
     try:
         async with anyio.create_task_group() as tasks:
             handle = partial(gateway.handle, local_host=host)  # the Host rule (handler)
             async with httpserver.serve(handle, host=host, port=port, limits=limits,
                                         grace=grace + _FLUSH_SECONDS, refusal=core_refusal,
-                                        admit=partial(head_refusal, gateway)) as server:
+                                        admit=partial(head_refusal, gateway,
+                                                      local_host=host)) as server:
                 try:
                     yield server
                 finally:

@@ -183,7 +183,7 @@ class ASGIApp:
             headers=headers,
             body=b"",
         )
-        refused = await head_refusal(self.gateway, head)
+        refused = await head_refusal(self.gateway, head, local_host=_local_host(scope))
         if refused is not None:
             await send(_closing_start(refused))
             await send({"type": "http.response.body", "body": refused.body, "more_body": False})

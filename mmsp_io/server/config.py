@@ -12,7 +12,7 @@ Every refusal is a ``ConfigError`` whose message names the file and the cell
 row's client, the last check of 07 §2, is the gateway's (``mmsp_io.server.handler.Gateway``),
 which names the row the same way.
 
-Two optional objects tune the gateway:
+Three optional objects tune the gateway:
 
 - ``metrics``: ``{"show_errors": bool}``. ``GET /v1/metrics`` leaves out the error texts of
   failed calls unless ``show_errors`` is true (08 D75): every token holder reads the metrics,
@@ -23,6 +23,11 @@ Two optional objects tune the gateway:
   is fetched (``GATEWAY_IMAGES``): a fetch is a request from the server's own network to an
   address any caller chooses. Enabled, private and loopback addresses are still refused unless
   ``allow_private`` is true or ``allow_hosts`` names the host.
+- ``connections``: ``{"max", "head_timeout_s", "body_timeout_s"}``, the h11 front end's
+  ``mmsp_io.httpserver.Limits``: connections open at once (one more is answered 503 and
+  closed; absent, 1,000 or what the open-files limit leaves), and the seconds a request's head
+  (or an idle keep-alive connection) and its body may take to arrive (30 and 60). Under an ASGI
+  server these are that server's settings.
 
 A key this module does not know is refused, at the top of the file (08 D75: a misspelt key
 must never leave the server open), in those objects and in a row: a misspelt ``base_url``
@@ -48,12 +53,16 @@ __all__ = ["GATEWAY_IMAGES", "ConfigError", "ModelRow", "ServerConfig", "load_co
            "read_config", "resolve_config"]
 
 #: The keys of the file's top level (module doc).
-_TOP_LEVEL: Final = ("models", "api_keys", "metrics", "remote_images", "host", "port")
+_TOP_LEVEL: Final = ("models", "api_keys", "metrics", "remote_images", "connections", "host",
+                     "port")
 _REQUIRED: Final = ("model_id", "api_key", "server_model_id")
 _OPTIONAL: Final = ("base_url", "client_type")
 _LISTS: Final = ("extra_body_keys",)
 _COLUMNS: Final = _REQUIRED + _OPTIONAL + _LISTS
 _METRICS: Final = ("show_errors",)
+#: ``connections`` keys and the ``httpserver.Limits`` fields they set.
+_CONNECTIONS: Final = {"max": "max_connections", "head_timeout_s": "head_timeout",
+                       "body_timeout_s": "body_timeout"}
 #: What the gateway fetches of the images callers name when ``remote_images`` is absent:
 #: nothing; once enabled, no private address unless allowed (module doc).
 GATEWAY_IMAGES: Final = RemoteImages(enabled=False, allow_private=False)
@@ -106,6 +115,8 @@ class ServerConfig:
     show_errors: bool = False
     #: ``remote_images``: what the rows' clients fetch of the images callers name (08 D37).
     remote_images: RemoteImages = GATEWAY_IMAGES
+    #: ``connections``: the ``httpserver.Limits`` fields it sets (module doc).
+    connections: Mapping[str, int | float] = attrs.field(factory=dict)
 
     @property
     def open(self) -> bool:
@@ -191,7 +202,8 @@ def resolve_config(
     metrics = _section(document, "metrics", _METRICS, fail)
     return ServerConfig(models=tuple(rows), api_keys=tuple(tokens), source=source,
                         show_errors=_flag(metrics, "metrics.show_errors", False, fail),
-                        remote_images=_remote_images(document, fail))
+                        remote_images=_remote_images(document, fail),
+                        connections=_connections(document, fail))
 
 
 def _known(mapping: Mapping[Any, Any], where: str, keys: tuple[str, ...], fail: _Fail) -> None:
@@ -247,6 +259,23 @@ def _remote_images(document: Mapping[str, Any], fail: _Fail) -> RemoteImages:
             raise fail(f"remote_images.{key} must be a whole number of bytes, at least 1.")
         settings[key] = value
     return RemoteImages(**settings)
+
+
+def _connections(document: Mapping[str, Any], fail: _Fail) -> dict[str, int | float]:
+    """The ``connections`` object as ``httpserver.Limits`` fields (module doc)."""
+    section = _section(document, "connections", tuple(_CONNECTIONS), fail)
+    limits: dict[str, int | float] = {}
+    for key, field in _CONNECTIONS.items():
+        value = section.get(key)
+        if value is None:
+            continue
+        whole = key == "max"
+        if (isinstance(value, bool) or not isinstance(value, int if whole else int | float)
+                or value <= 0):
+            raise fail(f"connections.{key} must be a positive "
+                       f"{'whole number' if whole else 'number of seconds'}.")
+        limits[field] = value
+    return limits
 
 
 def _row(row: Any, where: str, env: Mapping[str, str], fail: _Fail) -> ModelRow:

@@ -263,6 +263,52 @@ async def test_an_open_gateway_answers_only_a_loopback_host(front: str, tmp_path
     assert len(sim.requests) == 2
 
 
+async def test_an_open_gateway_refuses_a_foreign_host_before_reading_its_upload(
+    front: str, tmp_path: Path
+) -> None:
+    """40 MiB declared, 1 KiB sent, ``Host: evil.example``: the 403 comes without the rest."""
+    async with Simulator.running() as sim:
+        gate = gateway(sim, tmp_path, keys=False)
+        async with running(gate, front) as origin:
+            host, port = origin.removeprefix("http://").rsplit(":", 1)
+            async with await anyio.connect_tcp(host, int(port)) as stream:
+                await stream.send(b"POST /v1/stream HTTP/1.1\r\nHost: evil.example\r\n"
+                                  b"Content-Type: application/json\r\n"
+                                  b"Content-Length: %d\r\n\r\n" % (40 * 1024 * 1024)
+                                  + b" " * 1024)
+                received = b""
+                with anyio.fail_after(30):  # a hang guard: the body is never completed
+                    while b'"PermissionDeniedError"' not in received:
+                        received += await stream.receive()
+    assert received.startswith(b"HTTP/1.1 403 ")
+    assert sim.requests == []
+
+
+async def test_the_connections_setting_caps_the_h11_front_end(tmp_path: Path) -> None:
+    """``connections.max: 1``: with one connection open a second is answered 503 and closed,
+    and the first is still served."""
+    async with Simulator.running() as sim:
+        gate = gateway(sim, tmp_path, connections={"max": 1, "head_timeout_s": 30})
+        async with running(gate, "h11") as origin:
+            host, port = origin.removeprefix("http://").rsplit(":", 1)
+            async with await anyio.connect_tcp(host, int(port)) as first:
+                await first.send(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                 b"Authorization: Bearer " + AUTH["authorization"].split()[1]
+                                 .encode() + b"\r\n\r\n")
+                answer = b""
+                with anyio.fail_after(30):  # hang guards, not timings
+                    while b'"object": "list"' not in answer and b'"object":"list"' not in answer:
+                        answer += await first.receive()
+                    async with await anyio.connect_tcp(host, int(port)) as second:
+                        refused = b""
+                        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                            while True:
+                                refused += await second.receive()
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert refused.startswith(b"HTTP/1.1 503 ")
+    assert b"ServiceUnavailableError" in refused
+
+
 async def test_a_gateway_with_keys_answers_any_host(front: str, tmp_path: Path) -> None:
     async with Simulator.running() as sim:
         gate = gateway(sim, tmp_path)
@@ -373,9 +419,9 @@ def test_the_gateway_settings_have_safe_defaults() -> None:
 INVALID: list[tuple[dict[str, Any], str]] = [
     ({"keys": [{"name": "a", "key": "k"}]},
      "the configuration has unknown keys ['keys']; the keys are models, api_keys, metrics, "
-     "remote_images, host, port."),
+     "remote_images, connections, host, port."),
     ({"api_key": ["k"]}, "the configuration has unknown keys ['api_key']; the keys are models, "
-     "api_keys, metrics, remote_images, host, port."),
+     "api_keys, metrics, remote_images, connections, host, port."),
     ({"metrics": True}, "metrics must be an object."),
     ({"metrics": {"show_error": True}},
      "metrics has unknown keys ['show_error']; the keys are show_errors."),
@@ -393,6 +439,14 @@ INVALID: list[tuple[dict[str, Any], str]] = [
      "remote_images.max_image_bytes must be a whole number of bytes, at least 1."),
     ({"remote_images": {"max_total_bytes": 1.5}},
      "remote_images.max_total_bytes must be a whole number of bytes, at least 1."),
+    ({"connections": {"max_connections": 5}},
+     "connections has unknown keys ['max_connections']; the keys are max, head_timeout_s, "
+     "body_timeout_s."),
+    ({"connections": {"max": 2.5}}, "connections.max must be a positive whole number."),
+    ({"connections": {"head_timeout_s": 0}},
+     "connections.head_timeout_s must be a positive number of seconds."),
+    ({"connections": {"body_timeout_s": "60"}},
+     "connections.body_timeout_s must be a positive number of seconds."),
     ({"models": [{**ROW, "extra_body_keys": "n"}]},
      "models[0].extra_body_keys must be a list of non-empty strings."),
     ({"models": [{**ROW, "extra_body_keys": ["n", 3]}]},
