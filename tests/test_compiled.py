@@ -28,6 +28,9 @@ TREE = ("mmsp_core", "adapters", "mmsp_io", "benchmarks", "tests", "setup.py", "
 #: The suites that exercise every module the build compiles; their property tests run.
 SUITES = ("tests/core", "tests/adapters", "tests/test_toy_protocol.py")
 
+#: The longest test of the suite: started first (tests/conftest.py).
+pytestmark = pytest.mark.first_please
+
 
 def _why_not_buildable() -> str | None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]

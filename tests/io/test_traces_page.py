@@ -331,7 +331,10 @@ async def test_the_page_and_its_files_are_served_with_a_strict_policy(page: HTTP
 async def test_the_cli_serves_the_page_until_interrupted(root: Path, anyio_backend: str) -> None:
     command = [sys.executable, "-m", "mmsp_io", "traces", "--dir", str(root), "--port", "0",
                "--backend", anyio_backend]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Started as a shell starts it: SIGINT at its default and unblocked, whatever the test
+    # worker's own signal state.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_default_sigint)
     try:
         assert process.stdout is not None
         banner = await anyio.to_thread.run_sync(process.stdout.readline)
@@ -341,11 +344,21 @@ async def test_the_cli_serves_the_page_until_interrupted(root: Path, anyio_backe
             listing = (await http.get(url + "api/traces")).json()
         assert [t["id"] for t in listing["traces"]] == [SAMPLE_ID]
         process.send_signal(signal.SIGINT)
-        assert await anyio.to_thread.run_sync(lambda: process.wait(timeout=10)) == 130
+        try:  # a hang guard: the page must stop on SIGINT
+            code = await anyio.to_thread.run_sync(lambda: process.wait(timeout=30))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail(f"the page did not stop on SIGINT: {process.communicate()[1][-3000:]}")
+        assert code == 130
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def test_the_cli_needs_a_directory(capsys: pytest.CaptureFixture[str]) -> None:
