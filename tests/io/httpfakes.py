@@ -1,4 +1,5 @@
-"""Fake HTTP bodies for the I/O tests, served through ``httpx.MockTransport``.
+"""Fake HTTP bodies for the I/O tests, served through ``httpx.MockTransport``, and the
+tests' shared helpers (``peak_memory``).
 
 A ``Body`` is a script: bytes are sent, a number is a pause of that many seconds, an exception
 is raised where it stands (a connection cut mid-body). It records whether httpx closed it, so
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -89,3 +92,16 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             ("_API_KEY", "_BASE_URL")
         ):
             monkeypatch.delenv(name)
+
+
+@contextmanager
+def peak_memory() -> Iterator[list[int]]:
+    """Trace allocations inside the block; the list then holds the peak of traced memory, in
+    bytes (a bound on memory measured this way, never the process's lifetime peak, D80)."""
+    peak: list[int] = []
+    tracemalloc.start()
+    try:
+        yield peak
+    finally:
+        peak.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()

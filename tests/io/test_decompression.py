@@ -34,16 +34,15 @@ from __future__ import annotations
 
 import functools
 import gzip
-import tracemalloc
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
 import httpx
 import pytest
-from httpfakes import Body, delta, json_pipeline, mock_client, sse, stop
+from httpfakes import Body, delta, json_pipeline, mock_client, peak_memory, sse, stop
 from serverkit import TOKEN, post_stream, running, stream_body
 from test_transport import chunk, client_of, counted, head, limits, serving
 
@@ -97,16 +96,6 @@ BOMB: Final = 64 << 20
 NESTED: Final = gzip.compress(gzip_of_zeros(BOMB), 9)
 
 
-@contextmanager
-def peak_memory() -> Iterator[list[int]]:
-    """Trace allocations inside the block; the list then holds the peak of traced memory."""
-    peak: list[int] = []
-    tracemalloc.start()
-    try:
-        yield peak
-    finally:
-        peak.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
 
 
 @pytest.fixture(params=["library", "httpx"])

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from httpfakes import peak_memory
 from serverkit import AUTH, FRONTS, RELAXED, config, post_stream, running, stream_body
 from test_image_fetch import GENERIC, SECRET, image_server
 
@@ -64,18 +65,6 @@ def error_of(events: list[Any]) -> dict[str, Any]:
     return error
 
 
-@contextlib.contextmanager
-def peak_memory() -> Iterator[list[int]]:
-    """The peak of memory traced within the block, in bytes (``[peak]`` after it)."""
-    import tracemalloc
-
-    peak: list[int] = []
-    tracemalloc.start()
-    try:
-        yield peak
-    finally:
-        peak.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
 
 
 # -- remote images (08 D37) ----------------------------------------------------------------------

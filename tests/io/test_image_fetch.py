@@ -13,8 +13,7 @@ import contextlib
 import json
 import socket
 import ssl
-import tracemalloc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -24,6 +23,7 @@ import attrs
 import pytest
 import trustme
 from anyio.streams.tls import TLSListener
+from httpfakes import peak_memory
 
 import mmsp_io.remote_images
 from mmsp_core.model import ImageUrlDone
@@ -394,16 +394,6 @@ async def test_the_images_of_one_call_share_one_limit() -> None:
                             "2,500 bytes together")
 
 
-@contextlib.contextmanager
-def peak_memory() -> Iterator[list[int]]:
-    """The peak of traced memory within the block, in bytes (``[peak]`` after it)."""
-    peak: list[int] = []
-    tracemalloc.start()
-    try:
-        yield peak
-    finally:
-        peak.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
 
 
 async def test_a_call_naming_many_images_holds_no_more_than_its_total() -> None:
