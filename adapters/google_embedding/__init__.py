@@ -6,9 +6,9 @@ lower-cased id contains ``embedding`` here (the ``ModelClass`` on their client r
 answer is one JSON body (``BodyDecoder``), read into the same public grammar as every stream:
 one ``embedding.delta``/``embedding.done`` per message, in order, then a stop with
 ``prompt_tokens`` (02 §10). The table is the one-body embedding kernel of
-``adapters.openai_embedding.machine``; ``request`` builds requests, ``render`` writes the body
+``adapters._embedding``; ``request`` builds requests, ``render`` writes the body
 a server would send, ``usage`` is the usage mapping, ``simulate`` the simulator's dialect, and
-Google's error shapes are ``adapters.google_genai.shapes``'. Both client types read the same
+Google's error shapes are ``adapters._google.shapes``'. Both client types read the same
 call, so there is no profile. As a decode source the protocol name behaves as google-genai.
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters._google.shapes import ERROR_SHAPE
 from adapters._spec import Traits, WireProtocol
-from adapters.google_genai.shapes import ERROR_SHAPE
 from mmsp_core.sse import BodyDecoder
 
 from . import simulate

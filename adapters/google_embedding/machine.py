@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The table, the states and the classification are those of every one-body embedding protocol
-(``adapters.openai_embedding.machine.EmbeddingMachine``: the whole answer is one event, named
+(``adapters._embedding.EmbeddingMachine``: the whole answer is one event, named
 ``"error"`` when it holds a non-null ``error``, else ``"body"``; BODY, then the terminal
 DONE). What this machine reads differs:
 
@@ -12,7 +12,7 @@ DONE). What this machine reads differs:
   in input order; 04 §4). A missing ``values`` is an empty vector, which still stands for its
   input (06 §4). ``prompt_tokens`` is ``usageMetadata.promptTokenCount``, else null (08 D64);
 * an ``error`` is Google's ``{"code", "message", "status"}``
-  (``adapters.google_genai.shapes.stream_error``, 08 D4).
+  (``adapters._google.shapes.stream_error``, 08 D4).
 
 The profile is not read: both Google client types send and read the same call (08 D64).
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from adapters._embedding import EmbeddingMachine, Vectors
+from adapters._google.shapes import stream_error
 from adapters._json import BadField, numbers
-from adapters.google_genai.shapes import stream_error
-from adapters.openai_embedding.machine import EmbeddingMachine, Vectors
 from mmsp_core.errors import ProviderStreamError
 from mmsp_core.model import UsageMetadata
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.openai_embedding.usage import carried
+from adapters._embedding import carried
 from mmsp_core.model import DoneItem, EmbeddingDone, FinishReason, UsageMetadata
 from mmsp_core.request import encode_json_body
 

@@ -1,7 +1,7 @@
 """How Gemini's embedding endpoint answers, for the provider simulator (08 D63, D64).
 
 ``POST /v1/models/{model}:batchEmbedContents`` (the base URL is the bare origin, spec 04 §4),
-the key in ``x-goog-api-key``, Google's error bodies (``adapters.google_genai.shapes``), one
+the key in ``x-goog-api-key``, Google's error bodies (``adapters._google.shapes``), one
 JSON body as the answer, and an answer holding Google's ``error`` object as the overload
 (08 D4). ``read_turn`` gives the demo script the text of each request entry, whose vectors are
 the answer.
@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from adapters._google.shapes import error_body
+
 from .._spec import SimulatorDialect, Turn
-from ..google_genai.shapes import error_body
 
 __all__ = ["DIALECT", "read_turn"]
 

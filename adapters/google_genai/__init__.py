@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters._google import shapes
 from adapters._spec import Traits, WireProtocol
 
-from . import shapes, simulate
+from . import simulate
 from .machine import GenAIMachine
 from .render import normalize, render
 from .request import build_request, check_config

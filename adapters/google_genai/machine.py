@@ -68,6 +68,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from adapters._google.shapes import stream_error
 from adapters._json import BadField, obj, opt_array, opt_obj, opt_string
 from adapters._table import TableMachine, Transitions, client_event
 from mmsp_core.errors import UnknownEventError
@@ -84,7 +85,6 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
-from .shapes import stream_error
 from .usage import read_usage
 
 __all__ = ["FINISH_REASONS", "SERVER_TOOL_PARTS", "GenAIMachine"]

@@ -40,6 +40,8 @@ from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, item_kind, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
+from adapters._google.script import SCRIPT_SPLIT_TOKEN, script_turns
+from adapters._google.thinking import Mode, model_mode, thinking_level_for
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -63,17 +65,14 @@ from mmsp_core.model import (
 from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .profiles import GenAIProfile
-from .thinking import Mode, model_mode, thinking_level_for
 
 __all__ = [
     "DEFAULT_VOICE",
     "HEADERS",
     "PLACEHOLDER_SIGNATURE",
-    "SCRIPT_SPLIT_TOKEN",
     "build_request",
     "check_config",
     "path",
-    "script_turns",
 ]
 
 HEADERS: Final = (("content-type", "application/json"), ("accept", "text/event-stream"))
@@ -82,8 +81,6 @@ PROTOCOL_LABEL: Final = "Gemini generateContent"
 DEFAULT_VOICE: Final = "Kore"
 #: The signature Gemini documents for a model turn whose signature is lost (01 §5, 05 §5).
 PLACEHOLDER_SIGNATURE: Final = "skip_thought_signature_validator"
-#: The speech generation that takes a two-speaker script split into turns (05 §1).
-SCRIPT_SPLIT_TOKEN: Final = "gemini-3.8"
 
 _TOOL_MODES: Final = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 
@@ -405,47 +402,6 @@ def _speech_contents(
             parts = [{"text": said, "speechMetadata": {"speaker": speaker}}
                      for speaker, said in turns]
     return [{"role": "user", "parts": parts}]
-
-
-def script_turns(
-    client: str, index: int, script: str, speakers: Sequence[str]
-) -> list[tuple[str, str]]:
-    """The turns of a two-speaker script, ``(speaker, what they say)`` in order (01 §3: one
-    ``Name: line`` per turn), for both Google clients.
-
-    Every line that is not blank opens, after any indentation, with ``Name:`` for one of the
-    configured ``speakers``; the turn is the rest of the line, stripped. A blank line carries
-    nothing to speak and is passed over (scripts often separate turns so), and so is a turn
-    with nothing after its label.
-
-    Raises:
-        InvalidMessageError: ``item_type="text"``, ``message_index=index`` (03 §2): a line
-            that opens with no speaker's label (a label names the voice of its line), or a
-            script with nothing to say.
-    """
-    labels = sorted(((f"{name}:", name) for name in speakers), key=lambda pair: -len(pair[0]))
-    turns = []
-    for number, line in enumerate(script.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        found = next(((label, name) for label, name in labels if stripped.startswith(label)),
-                     None)
-        if found is None:
-            raise InvalidMessageError(
-                client, "text", index,
-                detail=f"line {number} of the two-speaker script opens with none of the "
-                f"labels {[f'{name}:' for name in speakers]}: every line is one speaker's turn",
-            )
-        label, name = found
-        said = stripped[len(label):].strip()
-        if said:
-            turns.append((name, said))
-    if not turns:
-        raise InvalidMessageError(
-            client, "text", index, detail="the two-speaker script has nothing to say"
-        )
-    return turns
 
 
 # --------------------------------------------------------------------------------------------

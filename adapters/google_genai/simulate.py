@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._google import shapes
 from .._spec import SimulatorDialect, Turn
-from . import shapes
 
 __all__ = ["DIALECT", "read_turn"]
 

@@ -4,15 +4,15 @@ Serves the client type ``google-official`` (its profile in ``profiles``): ``mach
 the event stream, ``request`` builds the request, ``render`` writes the body the Interactions
 API would send, ``usage`` maps the wire usage both ways and ``simulate`` is its dialect for
 the provider simulator. The Gemini model classes and thinking levels, and Google's error
-shapes, are shared with generateContent (``adapters.google_genai.thinking``, ``.shapes``).
+shapes, are shared with generateContent (``adapters._google.thinking``, ``.shapes``).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from .._google.shapes import ERROR_SHAPE
 from .._spec import Traits, WireProtocol
-from ..google_genai.shapes import ERROR_SHAPE
 from . import simulate
 from .machine import InteractionsMachine
 from .render import normalize, render

@@ -46,7 +46,7 @@ next step begins (02 §4); text, thought text and argument deltas are ``Fragment
 ``length``, anything else -> ``unknown``) and its ``usage`` the counts (``usage.usage_from_wire``;
 a missing usage object is all ``None``). An ``error`` event with an ``error`` object raises
 ``ProviderStreamError`` with its code, type (``status``) and message at its position (08 D4),
-read by Google's shared ``google_genai.shapes.stream_error``; usage arrives only with
+read by Google's shared ``adapters._google.shapes.stream_error``; usage arrives only with
 ``interaction.completed``, so none has arrived by then. An ``error``
 event without an error object (an SDK's reading of a gateway heartbeat) is unknown.
 ``interaction.created`` and ``interaction.status_update`` are skipped.
@@ -76,9 +76,9 @@ from mmsp_core.model import (
 from mmsp_core.sse import SSEEvent
 
 from .._convert import arguments_json
+from .._google.shapes import stream_error
 from .._json import BadField, integer, loads_object, obj, opt_integer, opt_obj, opt_string, string
 from .._table import EMPTY, TableMachine, Transitions, skip_rows
-from ..google_genai.shapes import stream_error
 from .profiles import InteractionsProfile
 from .usage import usage_from_wire
 

@@ -5,7 +5,7 @@ The body is ``POST /v1/interactions`` JSON in a fixed key order (04 §4): ``mode
 ``system_instruction``, ``generation_config``, ``tools``, ``response_format``,
 ``service_tier``. The config is converted before any message is looked at, so its errors come
 first (02 §8); the id is sent exactly as given and read only through the Gemini model classes
-and thinking rows both Google clients share (``google_genai.thinking``, 05 §1, §2.3): a speech
+and thinking rows both Google clients share (``adapters._google.thinking``, 05 §1, §2.3): a speech
 (TTS) model takes only speech settings, ``max_tokens`` and ``fast_mode``; an embedding model
 belongs to the ``google-embedding`` protocol (08 D64) and no Interactions request is built.
 
@@ -34,7 +34,7 @@ and assembled per message by ``_steps``:
 
 A speech model gets the last message only, text only, as one step (05 §5); with two speakers
 the text is a script, one ``Name: line`` per turn, every line that is not blank opening with a
-configured speaker's label (01 §3, 03 §2; ``google_genai.request.script_turns``, shared with
+configured speaker's label (01 §3, 03 §2; ``adapters._google.script``, shared with
 generateContent), which a ``gemini-3.8`` speech model takes split into one text block per
 turn, its label removed and its speaker in a ``speech_metadata`` annotation (05 §1,
 ``_speech_steps``).
@@ -74,8 +74,8 @@ from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .._build import Converters, MessageContext, WalkedMessage, item_kind, walk_messages
 from .._convert import check_tool_choice_list, model_key, parse_data_uri
-from ..google_genai.request import SCRIPT_SPLIT_TOKEN, script_turns
-from ..google_genai.thinking import Mode, model_mode, thinking_level_for
+from .._google.script import SCRIPT_SPLIT_TOKEN, script_turns
+from .._google.thinking import Mode, model_mode, thinking_level_for
 from .profiles import InteractionsProfile
 
 __all__ = ["API_VERSION", "DEFAULT_VOICE", "PATH", "SKIP_SIGNATURE", "build_request",

@@ -1,7 +1,7 @@
 """How the Gemini Interactions API speaks, for the provider simulator (08 D63).
 
 ``POST /v1/interactions`` at the origin (spec 04 §4), the key in ``x-goog-api-key`` only
-(08 D17), Google's error bodies and model list (``google_genai.shapes``, shared with
+(08 D17), Google's error bodies and model list (``adapters._google.shapes``, shared with
 generateContent: ``GET /v1/models`` gives ``models[].name``, 04 §5) and an ``error`` event for
 an in-stream overload (08 D4).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._google.shapes import error_body, model_list_body
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
-from ..google_genai.shapes import error_body, model_list_body
 
 __all__ = ["DIALECT", "read_turn"]
 

@@ -2,8 +2,8 @@
 
 ``POST /v1/chat/completions`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer
 token only, ``{"error": {"message", "type", "param", "code"}}`` error bodies with an
-``x-request-id`` header (the Responses API sends the same ones), and a ``data:`` chunk holding
-an ``error`` for an in-stream overload (08 D4).
+``x-request-id`` header (``adapters._openai.error_body``, shared with the other OpenAI APIs),
+and a ``data:`` chunk holding an ``error`` for an in-stream overload (08 D4).
 """
 
 from __future__ import annotations
@@ -11,24 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._openai import error_body
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
-__all__ = ["DIALECT", "error_body", "read_turn"]
-
-_ERRORS: Final = {  # status -> (type, code)
-    401: ("invalid_request_error", "invalid_api_key"),
-    404: ("invalid_request_error", "not_found"),
-    429: ("requests", "rate_limit_exceeded"),
-}
-
-
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """The JSON body OpenAI sends with a non-2xx ``status`` (both of its APIs)."""
-    error_type, code = _ERRORS.get(
-        status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
-    )
-    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+__all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:

@@ -19,7 +19,7 @@ from adapters._spec import Traits, WireProtocol
 from mmsp_core.sse import BodyDecoder
 
 from . import simulate
-from .machine import EmbeddingMachine
+from .machine import OpenAIEmbeddingMachine
 from .render import normalize, normalize_usage, render
 from .request import build_request, check_config
 
@@ -28,7 +28,7 @@ __all__ = ["PROTOCOL"]
 
 PROTOCOL: Final = WireProtocol(
     name="openai-embedding",
-    new_machine=EmbeddingMachine,
+    new_machine=OpenAIEmbeddingMachine,
     build_request=build_request,
     check_config=check_config,
     render=render,

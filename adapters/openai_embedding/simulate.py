@@ -1,8 +1,8 @@
 """How an OpenAI embeddings endpoint answers, for the provider simulator (08 D63).
 
 ``POST /v1/embeddings`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer token
-only, OpenAI's error bodies (``adapters.openai_chat.simulate.error_body``: both OpenAI APIs
-send the same ones), one JSON body as the answer, and an answer holding an ``error`` as the
+only, OpenAI's error bodies (``adapters._openai.error_body``: every OpenAI API
+sends the same ones), one JSON body as the answer, and an answer holding an ``error`` as the
 overload (08 D4: nothing else can be said in a body that is not a stream). ``read_turn`` gives
 the demo script the inputs, whose vectors are the answer.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._openai import error_body
 from .._spec import SimulatorDialect, Turn
-from ..openai_chat.simulate import error_body
 
 __all__ = ["DIALECT", "read_turn"]
 

@@ -3,7 +3,8 @@
 An embeddings answer reports only its input count: ``usage.prompt_tokens`` (and a
 ``total_tokens`` equal to it). ``read_usage`` gives ``prompt_tokens`` from it, ``None``
 without usage, and the other three counts ``None``; ``usage_json`` writes what ``read_usage``
-reads back, and ``carried`` is what of a usage survives that round trip.
+reads back, and ``carried`` (``adapters._embedding``) is what of a usage survives that round
+trip.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from adapters._embedding import carried
 from adapters._json import opt_integer, opt_obj
 from mmsp_core.model import UsageMetadata
 
@@ -31,8 +33,3 @@ def read_usage(body: Mapping[str, Any]) -> UsageMetadata:
 def usage_json(usage: UsageMetadata) -> dict[str, Any]:
     """The ``usage`` object of an embeddings body for ``usage`` (its input count)."""
     return {"prompt_tokens": usage.prompt_tokens, "total_tokens": usage.prompt_tokens}
-
-
-def carried(usage: UsageMetadata) -> UsageMetadata:
-    """What of ``usage`` an embeddings body carries: the input count alone."""
-    return UsageMetadata(prompt_tokens=usage.prompt_tokens)

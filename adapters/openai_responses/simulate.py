@@ -1,7 +1,7 @@
 """How an OpenAI Responses provider speaks, for the provider simulator (08 D63).
 
 ``POST /v1/responses`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer token
-only, OpenAI's error bodies (those of ``openai_chat.simulate``) and an ``event: error`` for an
+only, OpenAI's error bodies (``adapters._openai.error_body``) and an ``event: error`` for an
 in-stream failure (08 D4).
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._openai import error_body
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
-from ..openai_chat.simulate import error_body
 
 __all__ = ["DIALECT", "read_turn"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import adapters
-from adapters.google_genai.thinking import Mode, model_mode, thinking_level_for
+from adapters._google.thinking import Mode, model_mode, thinking_level_for
 from mmsp_core import (
     InvalidMessageError,
     RoutingError,

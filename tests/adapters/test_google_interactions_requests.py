@@ -1,7 +1,7 @@
 """Requests of google-official on the Gemini Interactions API (spec 04 §4, 05 §2.3, §3, §4.4,
 §5, 08 D10, D17, D64, D67).
 
-The thinking-level rules themselves are ``adapters.google_genai.thinking``'s, tested with the
+The thinking-level rules themselves are ``adapters._google.thinking``'s, tested with the
 generateContent client; here every cell of the 05 §2.3 table is checked as the request key
 google-official sends (``generation_config.thinking_level``).
 """
