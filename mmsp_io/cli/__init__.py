@@ -33,255 +33,36 @@ Failures: every failure is one line on stderr, ``mmsp-sansio <command>: <ErrorTy
 after the line of streamed text has been ended; no traceback unless ``--debug`` is given. Keys
 never show (08 D61). Exit status: 0 on success, 1 when a call failed, 2 for a usage error or an
 unreadable file, 130 on Ctrl-C.
+
+An application beside the client library (docs/architecture.md, "Applications beside the
+library"): ``import mmsp_io`` does not load it. ``main`` and the argument parser are here, the
+stream printing every command shares in ``printer``, the commands in ``demo`` and ``chat``
+(``chat``, ``replay``); ``serve`` and ``traces`` run ``mmsp_io.server`` and ``mmsp_io.traces``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 import traceback
-from collections.abc import AsyncGenerator, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TextIO
 
 import anyio
 
 import adapters
 from adapters.clients import client_spec
 from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
-from mmsp_core.model import (
-    DeltaItem,
-    DoneItem,
-    EmbeddingDelta,
-    EmbeddingDone,
-    InlineDataDone,
-    InlineThinkingDone,
-    TextDelta,
-    TextDone,
-    ThinkingDelta,
-    ThinkingDone,
-    ToolCallDelta,
-    ToolCallDone,
-    ToolResultDone,
-    ToolSchema,
-    UniConfig,
-    UniEvent,
-    UniMessage,
-    UsageMetadata,
-)
 
-from . import server, simulator, traces
-from .client import AutoLLMClient
+from .. import server, traces
+from .chat import chat, replay
+from .demo import demo
+from .printer import StreamPrinter
 
 __all__ = ["StreamPrinter", "main"]
-
-_DEMO_QUESTION: Final = "What is the weather in Paris?"
-_DEMO_KEY: Final = "sk-demo-not-a-real-key"
-#: The bearer token the demo's MMSP server accepts (07 §3).
-_DEMO_GATEWAY_TOKEN: Final = "mmsp-demo-token"
-#: The demo's local tool: a weather lookup table.
-_WEATHER: Final = {
-    "Paris": "18 degrees C, light rain",
-    "Tokyo": "24 degrees C, clear sky",
-    "Lima": "16 degrees C, overcast",
-}
-_WEATHER_TOOL: Final = ToolSchema(
-    name="get_weather",
-    description="The current weather in a city.",
-    parameters={
-        "type": "object",
-        "properties": {"city": {"type": "string", "description": "The city's name."}},
-        "required": ["city"],
-    },
-)
-#: Model turns per agent loop at most, so a model that keeps calling tools cannot loop forever.
-_MAX_TURNS: Final = 4
-
-
-def _get_weather(arguments: Any) -> str:
-    city = arguments.get("city", "") if isinstance(arguments, dict) else ""
-    return _WEATHER.get(city, f"no weather data for {city!r}")
-
-
-class StreamPrinter:
-    """Print a public stream as it arrives (the rendering every command shares).
-
-    Fragments are written live after a ``kind>`` prefix; a ``.done`` item and the ``stop``
-    each get a summary line.
-    """
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-        self._streaming: str | None = None
-
-    def line(self, text: str) -> None:
-        """Print ``text`` on a line of its own."""
-        self._end_fragments()
-        self._out.write(text + "\n")
-        self._out.flush()
-
-    def event(self, event: UniEvent) -> None:
-        """Print one public event."""
-        if event.event_type == "stop":
-            self.line(
-                f"  [stop] finish_reason={event.finish_reason} "
-                f"usage: {_usage(event.usage_metadata)}"
-            )
-            return
-        item = event.content_items[0]
-        if not isinstance(item, DeltaItem):
-            self.line(f"  [{item.type}] {_summary(item)}")
-            return
-        kind = item.type.partition(".")[0]
-        if self._streaming != kind:
-            self._end_fragments()
-            self._out.write(f"{kind}> ")
-            self._streaming = kind
-        self._out.write(_fragment(item))
-        self._out.flush()
-
-    def end_line(self) -> None:
-        """End a line of fragments still open, so that what comes next starts a line."""
-        self._end_fragments()
-        self._out.flush()
-
-    def _end_fragments(self) -> None:
-        if self._streaming is not None:
-            self._out.write("\n")
-            self._streaming = None
-
-
-def _usage(usage: UsageMetadata | None) -> str:
-    if usage is None:
-        return "none"
-    counts = (
-        ("prompt", usage.prompt_tokens),
-        ("cached", usage.cached_tokens),
-        ("thoughts", usage.thoughts_tokens),
-        ("response", usage.response_tokens),
-    )
-    return " ".join(f"{name}={'-' if n is None else n}" for name, n in counts)
-
-
-def _fragment(item: DeltaItem) -> str:
-    if isinstance(item, ToolCallDelta):
-        header = f"{item.name}(id={item.tool_call_id}) " if item.name else ""
-        return header + item.arguments
-    if isinstance(item, TextDelta):
-        return item.text
-    if isinstance(item, ThinkingDelta):
-        return item.thinking
-    if isinstance(item, EmbeddingDelta):
-        return f"<{len(item.embedding)} floats>"
-    return f"<{len(item.data)} bytes {item.mime_type}>"
-
-
-def _summary(item: DoneItem) -> str:
-    if isinstance(item, ToolCallDone):
-        return f"{item.name} {json.dumps(item.arguments)} (id={item.tool_call_id})"
-    if isinstance(item, TextDone | ThinkingDone):
-        text = item.text if isinstance(item, TextDone) else item.thinking
-        fidelity = f", fidelity {sorted(item.fidelity)}" if item.fidelity else ""
-        return f"{len(text)} characters{fidelity}"
-    if isinstance(item, InlineDataDone | InlineThinkingDone):
-        return f"{len(item.data)} bytes of {item.mime_type}"
-    if isinstance(item, EmbeddingDone):
-        return f"{len(item.embedding)} dimensions"
-    return item.type  # tool results and image URLs: user input, never streamed
-
-
-# --------------------------------------------------------------------------------------------
-# demo
-# --------------------------------------------------------------------------------------------
-
-
-async def _agent_loop(client: AutoLLMClient, question: str, printer: StreamPrinter) -> None:
-    """Ask ``question``; run every tool call locally and send the results until an answer."""
-    config = UniConfig(tools=(_WEATHER_TOOL,))
-    printer.line(f"user> {question}")
-    message = UniMessage(role="user", content_items=(TextDone(text=question),))
-    for _ in range(_MAX_TURNS):
-        calls = []
-        stream = client.streaming_response_stateful(message, config)
-        async with aclosing(stream) as events:
-            async for event in events:
-                printer.event(event)
-                calls += [i for i in event.content_items if isinstance(i, ToolCallDone)]
-        if not calls:
-            return
-        results = []
-        for call in calls:
-            result = _get_weather(call.arguments)
-            printer.line(f"tool> {call.name}({json.dumps(call.arguments)}) -> {result}")
-            results.append(ToolResultDone(text=result, tool_call_id=call.tool_call_id))
-        message = UniMessage(role="user", content_items=tuple(results))
-
-
-async def _demo(delay: float, printer: StreamPrinter) -> int:
-    async with simulator.Simulator.running(api_key=_DEMO_KEY, delay=delay) as sim:
-        printer.line(f"Provider simulator listening on {sim.url} (loopback only)")
-        for protocol in simulator.simulated_protocols():
-            spec, record, _ = adapters.resolve(protocol)
-            base_url = sim.base_url(protocol)
-            model = record.traits.dialect.demo_model if record.traits.dialect else "sim-model"
-            printer.line("")
-            printer.line(
-                f"== {record.traits.display_name}: client {spec.client_type}, {base_url}"
-            )
-            async with AutoLLMClient(
-                model, api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
-            ) as client:
-                await _agent_loop(client, _DEMO_QUESTION, printer)
-        await _demo_gateway(sim, printer)
-    return 0
-
-
-async def _demo_gateway(sim: simulator.Simulator, printer: StreamPrinter) -> None:
-    """The same agent turn through an MMSP server (spec 07) whose one row is the first
-    simulated protocol's client: the demo's caller holds only the gateway's token."""
-    from .server import Gateway, serve  # the server is only the demo's last part
-
-    protocol = simulator.simulated_protocols()[0]
-    spec, record, _ = adapters.resolve(protocol)
-    row = {"server_model_id": "demo-gateway-model", "model_id": "sim-model",
-           "api_key": _DEMO_KEY, "base_url": sim.base_url(protocol),
-           "client_type": spec.client_type}
-    config = {"models": [row], "api_keys": [_DEMO_GATEWAY_TOKEN]}
-    async with serve(Gateway(config), host="127.0.0.1", port=0) as server:
-        printer.line("")
-        printer.line(f"== MMSP server at {server.url}/v1 in front of "
-                     f"{record.traits.display_name}: client mmsp")
-        async with AutoLLMClient(
-            "demo-gateway-model", api_key=_DEMO_GATEWAY_TOKEN, base_url=f"{server.url}/v1",
-            client_type="mmsp",
-        ) as client:
-            await _agent_loop(client, _DEMO_QUESTION, printer)
-
-
-# --------------------------------------------------------------------------------------------
-# chat and replay
-# --------------------------------------------------------------------------------------------
-
-
-async def _print_stream(events: AsyncGenerator[UniEvent, None], printer: StreamPrinter) -> None:
-    async with aclosing(events) as stream:
-        async for event in stream:
-            printer.event(event)
-
-
-async def _chat(args: argparse.Namespace, printer: StreamPrinter) -> int:
-    async with AutoLLMClient(
-        args.model, client_type=args.client_type, base_url=args.base_url, api_key=args.api_key
-    ) as client:
-        message = UniMessage(role="user", content_items=(TextDone(text=args.prompt),))
-        config = UniConfig(system_prompt=args.system)
-        await _print_stream(client.streaming_response([message], config), printer)
-    return 0
 
 
 def _positive_int(text: str) -> int:
@@ -298,20 +79,6 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
-
-def _replay(args: argparse.Namespace, printer: StreamPrinter) -> int:
-    data = Path(args.file).read_bytes()
-    chunks: Iterable[bytes] = [data]
-    if args.chunk_size is not None:
-        chunks = (data[i : i + args.chunk_size] for i in range(0, len(data), args.chunk_size))
-    for event in adapters.decode(args.source, chunks, strict=args.strict):
-        printer.event(event)
-    return 0
-
-
-# --------------------------------------------------------------------------------------------
-# the command line
-# --------------------------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -393,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     printer = StreamPrinter(out)
     try:
         if args.command == "replay":
-            return _replay(args, printer)
+            return replay(args, printer)
         if args.backend == "trio" and importlib.util.find_spec("trio") is None:
             return _fail(args, err, "--backend trio needs trio: pip install trio", 2)
         if args.command == "serve":
@@ -402,8 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             page = partial(traces.run, args.dir, args.host, args.port, out)
             return anyio.run(page, backend=args.backend)
         run = (
-            partial(_demo, args.delay, printer) if args.command == "demo"
-            else partial(_chat, args, printer)
+            partial(demo, args.delay, printer) if args.command == "demo"
+            else partial(chat, args, printer)
         )
         return anyio.run(run, backend=args.backend)
     except KeyboardInterrupt:

@@ -1,0 +1,75 @@
+"""A local provider simulator: real HTTP/1.1 on loopback, scripted answers, no network.
+
+The simulator listens on ``127.0.0.1`` on a free port and answers the endpoints of the real
+providers (spec 04 §4, §5): the generation endpoint of every registered wire protocol whose
+record has a ``SimulatorDialect`` (``Traits.dialect``; ``simulated_protocols()`` lists them),
+and the model list of their client types. Everything about a provider (its route and base path,
+its key headers, its error bodies, its in-stream error, how its requests read) comes from that
+dialect, read from ``adapters.PROTOCOLS`` at call time, so a protocol registered later with
+``adapters.register`` is served too (08 D63). It runs on the server core of
+``mmsp_io.httpserver`` (h11 and anyio), under asyncio and trio. The end-to-end tests, the load
+test, the benchmarks and ``python -m mmsp_io demo`` use it.
+
+How to script it
+----------------
+::
+
+    async with Simulator.running(Reply(items=[TextDone("Hi")])) as sim:
+        client = AutoLLMClient("sim-model", api_key=sim.api_key,
+                               base_url=sim.base_url("openai-chat"), client_type="openai-chat")
+        ...
+        assert sim.requests[0].json["model"] == "sim-model"
+
+Every request to a model endpoint takes the next *behaviour* from ``sim.script`` (a deque: one
+test can script "500, then success" with ``sim.script.extend([Reply(status=500), ok])``); when
+the script is empty, the default behaviour given to ``running`` answers. A behaviour is a
+``Reply`` or a function ``(RecordedRequest) -> Reply``. The default default is
+``demo_script``, which reads the request: tools offered and no tool result yet → thinking and a
+call to the first tool; a tool result in the request → a text answer quoting it; no tools → a
+text answer echoing the question; an embedding request → one small vector per input.
+
+A ``Reply`` says *what* to send:
+
+- ``items``, ``usage``, ``finish_reason``: rendered by ``adapters.render`` as the body of the
+  request's wire protocol (08 D49), with the request's ``model``;
+- ``body``: a recorded body sent as it is (``Reply.recorded(path)`` reads a fixture file);
+  ``content_type`` defaults to the dialect's;
+- ``status`` other than 200: the provider's JSON error body for that status (``message`` and
+  ``retry_after`` fill it in), for example ``Reply(status=429, retry_after=0)``.
+
+and *how* to send it: ``chunk_size`` (bytes per write; default one write per SSE event),
+``delay`` (seconds before each write), ``error_after`` (keep that many events of the body, then
+send the protocol's in-stream overload error), ``cut_after`` (close the connection after that
+many body bytes), ``stall_at`` (stop sending after that many body bytes and hold the connection
+open, sending ``: keep-alive`` comments every ``keepalive`` seconds if set: pick an offset
+between two events then, as a server would) and ``stall_before_headers`` (never answer at all).
+
+What the simulator saw: ``sim.requests`` lists every request (method, path, headers, raw and
+parsed body, protocol) in arrival order; ``sim.disconnects`` lists the requests whose client
+closed the connection before the response was complete (``await sim.wait_disconnects(n)``
+waits for them). A request with a wrong or missing key gets the provider's 401 body and does not
+consume the script. A request body over 50 MB is answered 413.
+
+Adding a protocol is its record's ``dialect``: nothing here changes.
+
+Where it lives
+--------------
+An application beside the client library (docs/architecture.md, "Applications beside the
+library"): it uses the library and the protocol records, the library never imports it, and
+``import mmsp_io`` does not load it. ``script`` holds ``Reply``, ``RecordedRequest`` and
+``demo_script``; ``routing`` the protocols served and their endpoints; ``serving`` the
+``Simulator`` itself.
+"""
+
+from .routing import simulated_protocols
+from .script import Behaviour, RecordedRequest, Reply, demo_script
+from .serving import Simulator
+
+__all__ = [
+    "Behaviour",
+    "RecordedRequest",
+    "Reply",
+    "Simulator",
+    "demo_script",
+    "simulated_protocols",
+]
