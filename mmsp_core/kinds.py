@@ -137,20 +137,22 @@ def _thinking_fragment(first: Any, d: ThinkingDelta, fid: Fidelity) -> ThinkingD
 
 
 def _tool_fragment(first: Any, d: ToolCallDelta, fid: Fidelity) -> ToolCallDelta:
-    # Name and id only on the first fragment of a call (08 D29, D42).
+    # Name and id only on the first fragment of a call (08 D29, D42), repaired as every
+    # public string is (08 D55); the .done takes them from this fragment.
     if first is None:
-        return ToolCallDelta(d.name, d.tool_call_id, d.arguments, fid)
+        return ToolCallDelta(repair_surrogates(d.name), repair_surrogates(d.tool_call_id),
+                             d.arguments, fid)
     return ToolCallDelta("", "", d.arguments, fid)
 
 
 def _data_fragment(first: Any, d: InlineDataDelta, fid: Fidelity) -> InlineDataDelta:
-    return InlineDataDelta(d.data, d.mime_type, fid)
+    return InlineDataDelta(d.data, repair_surrogates(d.mime_type), fid)
 
 
 def _inline_thinking_fragment(
     first: Any, d: InlineThinkingDelta, fid: Fidelity
 ) -> InlineThinkingDelta:
-    return InlineThinkingDelta(d.data, d.mime_type, fid)
+    return InlineThinkingDelta(d.data, repair_surrogates(d.mime_type), fid)
 
 
 def _embedding_fragment(first: Any, d: EmbeddingDelta, fid: Fidelity) -> EmbeddingDelta:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import adapters
 from mmsp_core import (
+    InlineDataDelta,
     StreamItems,
     TextDelta,
     ThinkingDelta,
@@ -151,3 +152,20 @@ def test_every_public_event_encodes_and_done_is_the_join(pieces: list[str]) -> N
         # Pairs that were split survive as their characters.
         expected = "".join(pieces).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         assert dones[0].text == expected
+
+
+def test_a_tool_calls_name_and_id_and_a_mime_type_are_repaired() -> None:
+    """08 D55 holds for every public string: a provider's escaped surrogate in a call's name
+    or id, or in an inline part's MIME type, reached the public stream (a relaying gateway then
+    failed to encode it)."""
+    calls = finalize(ToolCallDelta("look\ud800up", "call-\udfff", '{"q": 1}'))
+    data = finalize(InlineDataDelta(b"\x89PNG", "image/p\ud800ng"))
+    for events in (calls, data):
+        assert encodable(events)
+        assert_stream_grammar(events)
+    [first] = calls[0].content_items
+    _, done = fragments_and_done(calls)
+    assert (first.name, first.tool_call_id) == ("look\ufffdup", "call-\ufffd")
+    assert (done.name, done.tool_call_id, done.arguments) == ("look\ufffdup", "call-\ufffd",
+                                                              {"q": 1})
+    assert {e.content_items[0].mime_type for e in data if e.content_items} == {"image/p\ufffdng"}
