@@ -1,0 +1,161 @@
+"""What the simulator answers: ``Reply`` (what to send for one request, and how), the
+``RecordedRequest`` it is chosen for, and ``demo_script``, the default behaviour that answers
+like a small tool-using model (the package docstring says how to script the simulator)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, TypeAlias, final
+
+import attrs
+
+from mmsp_core.model import (
+    DoneItem,
+    EmbeddingDone,
+    FinishReason,
+    TextDone,
+    ThinkingDone,
+    ToolCallDone,
+    UsageMetadata,
+)
+
+from .. import httpserver
+from .routing import dialect_of
+
+#: The content type of an event stream (a recorded ``.sse`` body, a dialect's stream).
+EVENT_STREAM: Final = "text/event-stream"
+_DEFAULT_USAGE: Final = UsageMetadata(cached_tokens=0, prompt_tokens=12, response_tokens=8)
+
+
+@final
+@attrs.frozen
+class RecordedRequest:
+    """One request the simulator received, as the tests assert on it."""
+
+    method: str
+    #: The request target without its query string.
+    path: str
+    query: str
+    #: Header names lower-cased, in arrival order.
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    #: The body parsed as JSON, or ``None`` when it is empty or not JSON.
+    json: Any
+    #: The wire protocol whose generation endpoint was asked, ``None`` for other routes.
+    protocol: str | None
+
+    def header(self, name: str) -> str | None:
+        """Return the first value of header ``name`` (case-insensitive), or ``None``."""
+        return httpserver.first_header(self.headers, name)
+
+
+def _items(items: Iterable[DoneItem]) -> tuple[DoneItem, ...]:
+    return tuple(items)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Reply:
+    """What the simulator sends for one request, and how (see the package docstring)."""
+
+    items: tuple[DoneItem, ...] = attrs.field(default=(), converter=_items)
+    usage: UsageMetadata = _DEFAULT_USAGE
+    finish_reason: FinishReason = FinishReason.STOP
+    fragment_size: int | None = None
+    #: A recorded body sent instead of rendering ``items``.
+    body: bytes | None = None
+    #: ``None``: the content type of the protocol's dialect.
+    content_type: str | None = None
+    #: A status other than 200 sends the provider's JSON error body instead.
+    status: int = 200
+    message: str | None = None
+    retry_after: float | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    #: Delivery: ``None`` means the simulator's default.
+    chunk_size: int | None = None
+    delay: float | None = None
+    error_after: int | None = None
+    cut_after: int | None = None
+    stall_at: int | None = None
+    stall_before_headers: bool = False
+    keepalive: float | None = None
+
+    @classmethod
+    def recorded(cls, path: str | Path, **delivery: Any) -> Reply:
+        """Replay the body file at ``path`` (a fixture ``.sse`` or ``.json``) as it is."""
+        path = Path(path)
+        content_type = (
+            "application/json" if path.suffix == ".json" else f"{EVENT_STREAM}; charset=utf-8"
+        )
+        return cls(body=path.read_bytes(), content_type=content_type, **delivery)
+
+
+Behaviour: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
+
+
+def _tool_arguments(schema: Mapping[str, Any], question: str) -> dict[str, Any]:
+    """Fill the first string parameter of ``schema`` with the question's last word."""
+    words = re.findall(r"[^\W\d_]+", question)
+    for name, spec in (schema.get("properties") or {}).items():
+        if isinstance(spec, Mapping) and spec.get("type") == "string":
+            return {name: words[-1] if words else ""}
+    return {}
+
+
+def _demo_vector(text: str) -> tuple[float, ...]:
+    """Eight values in [-1, 1) drawn from ``text``'s SHA-256: the same text, the same vector
+    (each exact in float32, so every embedding wire carries it unchanged)."""
+    return tuple((byte - 128) / 128 for byte in hashlib.sha256(text.encode()).digest()[:8])
+
+
+def demo_script(request: RecordedRequest) -> Reply:
+    """Answer like a small tool-using model (see the package docstring).
+
+    Tools offered and no tool result yet: thinking, then a call to the first tool whose first
+    string parameter holds the question's last word (``"... in Paris?"`` → ``"Paris"``),
+    finish ``tool_call``. A tool result in the request: a text answer quoting the last result.
+    No tools: thinking and a text answer repeating the question. An embedding request (its
+    turn has ``inputs``): one eight-value vector per input, the same for the same text. The
+    request is read by its protocol's dialect (``read_turn``).
+
+    Raises:
+        ValueError: the request is not one to a model endpoint the simulator serves.
+    """
+    if request.protocol is None:
+        raise ValueError("demo_script answers requests to model endpoints only")
+    dialect = dialect_of(request.protocol)
+    turn = dialect.read_turn(request.json)
+    if turn.inputs:
+        vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text)) for text in turn.inputs]
+        return Reply(items=vectors, usage=UsageMetadata(prompt_tokens=len(request.body) // 4))
+    if turn.tool_results:
+        items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]
+        finish = FinishReason.STOP
+    elif turn.tools:
+        name, schema = turn.tools[0]
+        call_id = f"{dialect.tool_call_id_prefix}1"
+        items = [
+            ThinkingDone(thinking=f"The user asks: {turn.question!r}. I will call {name}."),
+            ToolCallDone(
+                name=name, tool_call_id=call_id, arguments=_tool_arguments(schema, turn.question)
+            ),
+        ]
+        finish = FinishReason.TOOL_CALL
+    else:
+        items = [
+            ThinkingDone(thinking="No tools here; I will answer directly."),
+            TextDone(text=f"You asked: {turn.question}"),
+        ]
+        finish = FinishReason.STOP
+    # Rough counts, like a tokenizer would give: four bytes of request per prompt token.
+    usage = UsageMetadata(
+        cached_tokens=0, prompt_tokens=len(request.body) // 4, response_tokens=8 * len(items)
+    )
+    return Reply(items=items, usage=usage, finish_reason=finish)
+
+
+# --------------------------------------------------------------------------------------------
+# The simulator

@@ -1,0 +1,305 @@
+"""The running simulator: ``Simulator`` serves the endpoints of ``routing`` on the server core
+of ``mmsp_io.httpserver``, records every request, and sends each one's ``Reply`` with its
+delivery options (chunks, delays, in-stream errors, cuts and stalls)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hmac
+import json
+import re
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Final, final
+
+import anyio
+import attrs
+
+import adapters
+
+from .. import httpserver
+from .routing import (
+    NEUTRAL_BAD_KEY_MESSAGE,
+    NEUTRAL_REQUEST_ID_HEADER,
+    dialect_of,
+    listing_dialects,
+    model_list_key_headers,
+    neutral_error_body,
+    route,
+)
+from .script import EVENT_STREAM, Behaviour, RecordedRequest, Reply, demo_script
+
+#: A request body longer than this is answered 413 (the simulator's buffers are bounded).
+_MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
+
+
+@final
+@attrs.frozen
+class _Response:
+    """A reply made concrete for one request: status line, headers and the body's writes."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[bytes]
+    event_stream: bool
+
+
+def _sse_events(body: bytes) -> list[bytes]:
+    """Split an event-stream body after each blank line (an unterminated tail stays whole)."""
+    return re.findall(rb".*?(?:\r\n\r\n|\n\n|\r\r)|.+\Z", body, re.DOTALL)
+
+
+def _split(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def _parse_json(body: bytes) -> Any:
+    """``body`` as JSON; ``None`` when it is empty, not JSON or nested too deeply to read."""
+    try:
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
+
+
+@final
+class Simulator:
+    """A running provider simulator; build it with ``Simulator.running(...)``."""
+
+    def __init__(
+        self,
+        default: Behaviour,
+        *,
+        api_key: str,
+        chunk_size: int | None,
+        delay: float | None,
+        models: Sequence[str],
+    ) -> None:
+        self.default = default
+        self.api_key = api_key
+        self.chunk_size = chunk_size
+        self.delay = delay
+        self.models = tuple(models)
+        #: The origin, ``http://127.0.0.1:<port>``; set once the simulator listens.
+        self.url = ""
+        #: Behaviours for the next requests, taken in order before ``default``.
+        self.script: collections.deque[Behaviour] = collections.deque()
+        self.requests: list[RecordedRequest] = []
+        self.disconnects: list[RecordedRequest] = []
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(
+        cls,
+        default: Behaviour = demo_script,
+        *,
+        api_key: str = "sk-sim",
+        chunk_size: int | None = None,
+        delay: float | None = None,
+        models: Sequence[str] = ("sim-model",),
+    ) -> AsyncIterator[Simulator]:
+        """Serve on a free loopback port for the duration of the ``async with`` block.
+
+        ``chunk_size`` and ``delay`` are the defaults of every reply (see ``Reply``).
+        Leaving the block closes the listener and every open connection.
+        """
+        sim = cls(default, api_key=api_key, chunk_size=chunk_size, delay=delay, models=models)
+        limits = httpserver.Limits(max_body_bytes=_MAX_REQUEST_BYTES)
+        async with httpserver.serve(sim._handle, limits=limits) as server:
+            sim.url = server.url
+            yield sim
+
+    def base_url(self, protocol: str) -> str:
+        """The base URL a client of ``protocol`` is given: the origin and the dialect's base
+        path (spec 04 §4: ``/v1`` on some providers, none on others).
+
+        Raises:
+            ValueError: the simulator does not serve ``protocol``.
+        """
+        return self.url + dialect_of(protocol).base_path
+
+    async def wait_disconnects(self, count: int = 1) -> None:
+        """Wait until at least ``count`` clients closed their connection mid-response."""
+        while len(self.disconnects) < count:
+            await anyio.sleep(0.005)
+
+    # -- one request ---------------------------------------------------------------------------
+
+    async def _handle(self, request: httpserver.Request, out: httpserver.Response) -> None:
+        """Record ``request``, answer it, and note a client that left before the end."""
+        recorded = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            query=request.query,
+            headers=request.headers,
+            body=request.body,
+            json=_parse_json(request.body),
+            protocol=route(request.method, request.path),
+        )
+        self.requests.append(recorded)
+        delivered = False
+        try:
+            response, reply = self._answer(recorded)
+            delivered = await self._deliver(out, response, reply)
+        finally:
+            # A client may close as soon as it has the last event (08 D56), before the end of
+            # the body is written: that is no disconnect.
+            if out.client_gone and not delivered:
+                self.disconnects.append(recorded)
+
+    def _answer(self, request: RecordedRequest) -> tuple[_Response, Reply]:
+        """Decide the response to ``request``: routing, credentials, then the script."""
+        protocol = request.protocol
+        if protocol is None:
+            key_headers = model_list_key_headers(request.path) if request.method == "GET" else ()
+            if not key_headers:
+                message = f"No route for {request.method} {request.path}."
+                return self._error(None, Reply(status=404, message=message)), Reply()
+            if not self._authorised(request, key_headers):
+                reply = Reply(status=401, message=NEUTRAL_BAD_KEY_MESSAGE)
+                return self._error(None, reply), Reply()
+            return self._models(request.path), Reply()
+        dialect = dialect_of(protocol)
+        if not self._authorised(request, dialect.key_headers):
+            return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
+        if not isinstance(request.json, Mapping):
+            reply = Reply(status=400, message="The request body is not a JSON object.")
+            return self._error(dialect, reply), reply
+        behaviour = self.script.popleft() if self.script else self.default
+        reply = behaviour if isinstance(behaviour, Reply) else behaviour(request)
+        if reply.status != 200:
+            return self._error(dialect, reply), reply
+        return self._stream(protocol, dialect, request, reply), reply
+
+    def _authorised(self, request: RecordedRequest, key_headers: tuple[str, ...]) -> bool:
+        expected = self.api_key.encode()
+        for name in key_headers:
+            value = request.header(name)
+            if value is None:
+                continue
+            if name == "authorization":
+                scheme, _, value = value.partition(" ")
+                if scheme.lower() != "bearer":
+                    continue
+            if hmac.compare_digest(value.encode(), expected):
+                return True
+        return False
+
+    def _error(self, dialect: adapters.SimulatorDialect | None, reply: Reply) -> _Response:
+        """The JSON error response of ``reply.status``: the dialect's, or the neutral one."""
+        message = reply.message or f"Simulated error {reply.status}."
+        if dialect is None:
+            document = neutral_error_body(reply.status, message)
+            request_id_header = NEUTRAL_REQUEST_ID_HEADER
+        else:
+            document = dialect.error_body(reply.status, message)
+            request_id_header = dialect.request_id_header
+        headers = [
+            ("content-type", "application/json"),
+            (request_id_header, f"req_sim_{len(self.requests)}"),
+            *reply.headers,
+        ]
+        if reply.retry_after is not None:
+            headers.append(("retry-after", f"{reply.retry_after:g}"))
+        return _Response(reply.status, headers, [json.dumps(document).encode()], False)
+
+    def _models(self, path: str) -> _Response:
+        # One body every listing form at ``path`` reads: the ids in ``data[].id``, the paging
+        # keys (``has_more``, ``last_id``) of the paged form, and what the dialects listing
+        # there add (Google's ``models[].name``; spec 04 §5).
+        data = [
+            {"id": m, "object": "model", "type": "model", "created": 0, "owned_by": "simulator"}
+            for m in self.models
+        ]
+        body = {
+            "object": "list",
+            "data": data,
+            "has_more": False,
+            "first_id": self.models[0] if self.models else None,
+            "last_id": self.models[-1] if self.models else None,
+        }
+        for dialect in listing_dialects(path):
+            if dialect.model_list is not None:
+                body.update(dialect.model_list(self.models))
+        return _Response(
+            200, [("content-type", "application/json")], [json.dumps(body).encode()], False
+        )
+
+    def _stream(
+        self,
+        protocol: str,
+        dialect: adapters.SimulatorDialect,
+        request: RecordedRequest,
+        reply: Reply,
+    ) -> _Response:
+        if reply.body is not None:
+            body = reply.body
+        else:
+            body = adapters.render(
+                protocol,
+                reply.items,
+                reply.usage,
+                reply.finish_reason,
+                model=str(request.json.get("model", "sim-model")),
+                fragment_size=reply.fragment_size,
+            )
+        content_type = reply.content_type or dialect.content_type
+        event_stream = content_type.startswith(EVENT_STREAM)
+        if reply.error_after is not None:
+            body = b"".join(_sse_events(body)[: reply.error_after]) + dialect.stream_error
+        chunk_size = reply.chunk_size or self.chunk_size
+        if chunk_size:
+            chunks = _split(body, chunk_size)
+        else:
+            chunks = _sse_events(body) if event_stream else [body]
+        headers = [
+            ("content-type", content_type),
+            ("cache-control", "no-cache"),
+            (dialect.request_id_header, f"req_sim_{len(self.requests)}"),
+            *reply.headers,
+        ]
+        return _Response(200, headers, chunks, event_stream)
+
+    async def _deliver(self, out: httpserver.Response, response: _Response, reply: Reply) -> bool:
+        """Write ``response`` shaped by ``reply``'s delivery options (package docstring); say
+        whether every chunk of it was sent (the server core then ends it, after the handler).
+
+        ``cut_after`` closes the connection; stalls (``stall_before_headers``, ``stall_at``)
+        never return: the client ends them by leaving, which the server core sees.
+        """
+        if reply.stall_before_headers:
+            await anyio.sleep_forever()
+        headers = list(response.headers)
+        if not response.event_stream:
+            headers.append(("content-length", str(sum(map(len, response.chunks)))))
+        await out.start(response.status, headers)
+        delay = reply.delay if reply.delay is not None else self.delay
+        sent = 0
+        for chunk in self._budget(response.chunks, reply):
+            if delay:
+                await anyio.sleep(delay)
+            await out.send(chunk)
+            sent += len(chunk)
+        if reply.cut_after is not None and sent >= reply.cut_after:
+            await out.cut()
+            return False
+        if reply.stall_at is not None and sent >= reply.stall_at:
+            while True:
+                if reply.keepalive is None:
+                    await anyio.sleep_forever()
+                else:
+                    await anyio.sleep(reply.keepalive)
+                    await out.send(b": keep-alive\n\n")
+        return True  # the server core ends the response
+
+    @staticmethod
+    def _budget(chunks: list[bytes], reply: Reply) -> Iterator[bytes]:
+        """Yield ``chunks``, stopping after ``cut_after`` or ``stall_at`` bytes."""
+        limits = [n for n in (reply.cut_after, reply.stall_at) if n is not None]
+        budget = min(limits) if limits else None
+        for chunk in chunks:
+            if budget is not None:
+                if budget <= 0:
+                    return
+                chunk = chunk[:budget]
+                budget -= len(chunk)
+            yield chunk
