@@ -150,9 +150,10 @@ async def _floor(url: str, body: Body) -> AsyncIterator[Pass]:
 async def _transport(url: str, body: Body) -> AsyncIterator[Pass]:
     """The floor of the library's own transport: the body read as the driver reads it (the
     transport's iterator, ``BODY_EXTENSION``), nothing done with it."""
-    from mmsp_io._transport import BODY_EXTENSION, own_http_client
+    from mmsp_io import fast_http_client
+    from mmsp_io._transport import BODY_EXTENSION
 
-    async with own_http_client() as http:
+    async with fast_http_client() as http:
 
         async def one(mark: Callable[[], None]) -> tuple[int, str]:
             async with http.stream("POST", url + "/raw", json=REQUEST) as response:

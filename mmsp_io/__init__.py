@@ -6,7 +6,8 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 from ``mmsp_core`` and ``adapters``.
 
 ``AutoLLMClient``, ``Timeouts``, ``RemoteImages`` (which remote images a client fetches),
-``open_stream`` and ``list_supported_models`` are loaded on first use (``mmsp_core._lazy``):
+``open_stream``, ``fast_http_client`` (an ``httpx.AsyncClient`` on the library's fast HTTP/1.1
+transport, 08 D79) and ``list_supported_models`` are loaded on first use (``mmsp_core._lazy``):
 they bring in httpx and every protocol package, which a program that only needs the values and
 errors never pays for (issue 9, docs/architecture.md "Import cost").
 """
@@ -72,6 +73,7 @@ from .abort import AbortSignal
 if TYPE_CHECKING:
     from adapters import list_supported_models
 
+    from ._transport import fast_http_client
     from .client import AutoLLMClient
     from .driver import Timeouts, open_stream
     from .remote_images import RemoteImages
@@ -82,6 +84,7 @@ _ON_FIRST_USE: Final = {
     "Timeouts": "mmsp_io.driver",
     "open_stream": "mmsp_io.driver",
     "RemoteImages": "mmsp_io.remote_images",
+    "fast_http_client": "mmsp_io._transport",
     "list_supported_models": "adapters",
 }
 
@@ -138,6 +141,7 @@ __all__ = [
     "UsageMetadata",
     "WireFormatError",
     "concat_uni_events_to_uni_message",
+    "fast_http_client",
     "list_supported_models",
     "normalize_legacy_messages",
     "open_stream",

@@ -1,10 +1,12 @@
-"""The HTTP/1.1 transport of a client the library builds itself: lean per chunk, one pool.
+"""The library's fast HTTP/1.1 transport, and the client built on it (``fast_http_client``).
 
-Only a client the library builds itself gets this transport (08 D62: a caller's
-``http_client`` is used as given); the environment's proxies keep httpx's own transports,
-mounted beside it. It is an ``httpx.AsyncBaseTransport``, so httpx still builds the request and
-applies the client's headers and cookies; a ``Content-Encoding`` is left to the reader of the
-body (httpx's ``aiter_bytes``, or the driver's bounded decoder, ``mmsp_io.driver``).
+``fast_http_client`` builds, through httpx's public API only (08 D79), the ``httpx.AsyncClient``
+of an ``AutoLLMClient`` given none and of the MMSP server's upstream calls: ``Http11Transport``
+as its transport, the environment's proxies on httpx's own transports mounted beside it. A
+caller's ``http_client`` is used as given (08 D62). It is an ``httpx.AsyncBaseTransport``, so
+httpx still builds the request and applies the client's headers and cookies; a
+``Content-Encoding`` is left to the reader of the body (httpx's ``aiter_bytes``, or the
+driver's bounded decoder, ``mmsp_io.driver``).
 
 Why not httpx's own (``AsyncHTTPTransport`` over httpcore): a streamed answer is tens of
 thousands of small HTTP chunks, and httpcore hands each one through h11's event machinery, a
@@ -18,8 +20,8 @@ Theory of operation:
    request past that waits up to the pool timeout: ``httpx.PoolTimeout``), then an idle
    connection to the request's origin (the most recently used one that has not outlived
    ``keepalive_expiry`` and has nothing to read, which would be the server closing it) or a
-   new one (``anyio.connect_tcp``, TLS for ``https`` with httpx's default context, under the
-   connect timeout).
+   new one (``anyio.connect_tcp``, TLS for ``https`` with the context it was given, else
+   httpx's default one, under the connect timeout).
 2. h11 writes the request (under the write timeout) and parses the response head (each read
    under the read timeout, the head gathered in linear time up to ``MAX_HEAD_BYTES``; a ``1xx``
    head is skipped). The body's framing comes from the head (``_http_body.framing_of``), and
@@ -52,10 +54,12 @@ it, or a server that closed before its answer), ``PoolTimeout``.
 from __future__ import annotations
 
 import collections
+import ipaddress
 import math
 import select
 import ssl
 import time
+import urllib.request
 from collections.abc import Iterable
 from typing import Final, final
 
@@ -66,14 +70,15 @@ import httpx
 
 from ._http_body import BLANK_LINE, END, NEED_DATA, BodyError, BodyReader, framing_of
 
-__all__ = ["BODY_EXTENSION", "OWN_LIMITS", "Http11Transport", "ResponseBody", "own_http_client"]
+__all__ = ["BODY_EXTENSION", "Http11Transport", "ResponseBody", "fast_http_client"]
 
 #: The response extension that holds its ``ResponseBody`` (the driver reads it from there).
 BODY_EXTENSION: Final = "mmsp_io.body"
-#: The pool of the client the library builds itself: a thousand concurrent streams and more
-#: get going at once (issue 9); past 1,600 a request waits for a slot.
-OWN_LIMITS: Final = httpx.Limits(max_connections=1_600, max_keepalive_connections=20,
-                                 keepalive_expiry=30.0)
+#: ``fast_http_client``'s default pool: a thousand concurrent streams and more get going at
+#: once (issue 9); past 1,600 a request waits for a slot; 20 idle connections are kept 30 s.
+MAX_CONNECTIONS: Final = 1_600
+MAX_KEEPALIVE: Final = 20
+KEEPALIVE_EXPIRY: Final = 30.0
 #: A lingering body (module doc, step 4) is read on to its end for at most this long and this
 #: many bytes of body when it is closed; else its connection is closed.
 FINISH_SECONDS: Final = 0.02
@@ -157,12 +162,12 @@ class ResponseBody(httpx.AsyncByteStream):
             it was whole.
     """
 
-    __slots__ = ("_connection", "_keep_alive", "_reader", "_request", "_started", "_timeout",
-                 "_transport", "linger")
+    __slots__ = ("_connection", "_keep_alive", "_owner", "_reader", "_request", "_started",
+                 "_timeout", "linger")
 
     def __init__(self, transport: Http11Transport, connection: _Connection, reader: BodyReader,
                  request: httpx.Request, keep_alive: bool) -> None:
-        self._transport = transport
+        self._owner = transport
         self._connection: _Connection | None = connection
         self._reader = reader
         self._request = request
@@ -217,7 +222,7 @@ class ResponseBody(httpx.AsyncByteStream):
             reuse = self._keep_alive and await _read_to_end(connection.stream, self._reader,
                                                             wait=self.linger)
         finally:
-            await self._transport._release(connection, reuse=reuse)
+            await self._owner._release(connection, reuse=reuse)
 
 
 async def _read(stream: anyio.abc.ByteStream, timeout: float | None,
@@ -502,16 +507,77 @@ def _asks_to_close(headers: Iterable[tuple[bytes, bytes]]) -> bool:
                for token in value.split(b","))
 
 
-def own_http_client() -> httpx.AsyncClient:
-    """The ``httpx.AsyncClient`` of an ``AutoLLMClient`` given none: httpx's client with
-    ``Http11Transport`` (``OWN_LIMITS``) as its default transport, the environment's proxies
-    mounted as httpx mounts them, no redirects followed and no timeout of httpx's own (the
-    driver's apply, 08 D22)."""
-    client = httpx.AsyncClient(limits=OWN_LIMITS, follow_redirects=False, timeout=None)
-    # httpx made its own default transport with the TLS context the client's settings give;
-    # the library's transport takes that context and the transport's place.
-    given = client._transport
-    tls = getattr(getattr(given, "_pool", None), "_ssl_context", None)
-    client._transport = Http11Transport(OWN_LIMITS, tls if isinstance(tls, ssl.SSLContext)
-                                        else None)
-    return client
+def fast_http_client(
+    *,
+    max_connections: int | None = MAX_CONNECTIONS,
+    max_keepalive: int | None = MAX_KEEPALIVE,
+    keepalive_expiry: float | None = KEEPALIVE_EXPIRY,
+    ssl_context: ssl.SSLContext | None = None,
+    trust_env: bool = True,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` whose requests go through ``Http11Transport`` (module doc),
+    built through httpx's public API (08 D79); ``AutoLLMClient`` uses one when it is given no
+    ``http_client`` (a caller's client is used as given, 08 D62).
+
+    The client follows no redirect and has no timeout of httpx's own: the driver's named
+    timeouts apply to each request (08 D16, D22). Close it (``async with`` or ``aclose``).
+
+    Args:
+        max_connections: requests in flight at once (``None``: no limit); one past it waits
+            for a slot within the pool timeout, else ``httpx.PoolTimeout``.
+        max_keepalive: idle connections kept for reuse (``None``: no limit; ``0``: none).
+        keepalive_expiry: seconds an idle connection is kept (``None``: no expiry).
+        ssl_context: the TLS context of ``https`` origins; ``httpx.create_ssl_context()`` when
+            ``None`` (httpx's default certificates, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
+            apply).
+        trust_env: read the environment's proxies (``HTTP_PROXY``, ``HTTPS_PROXY``,
+            ``ALL_PROXY``, ``NO_PROXY``, as httpx reads them): a proxied request goes through
+            httpx's own transport (the library's speaks to origins only), with the same TLS
+            context and limits.
+    """
+    tls = ssl_context if ssl_context is not None else httpx.create_ssl_context()
+    limits = httpx.Limits(max_connections=max_connections,
+                          max_keepalive_connections=max_keepalive,
+                          keepalive_expiry=keepalive_expiry)
+    return httpx.AsyncClient(
+        transport=Http11Transport(limits, tls),
+        mounts=_proxy_mounts(tls, limits) if trust_env else None,
+        trust_env=trust_env, follow_redirects=False, timeout=None,
+    )
+
+
+def _proxy_mounts(tls: ssl.SSLContext,
+                  limits: httpx.Limits) -> dict[str, httpx.AsyncBaseTransport | None]:
+    """The transports the environment's proxies call for, by httpx's URL pattern, as httpx
+    mounts them for a client built without a transport: ``HTTP_PROXY``, ``HTTPS_PROXY`` and
+    ``ALL_PROXY`` on httpx's own transport (``http://`` assumed when the value names no
+    scheme), and each ``NO_PROXY`` host on the client's transport (``None``), as curl reads
+    ``NO_PROXY`` (``*`` turns every proxy off). Given a transport, httpx mounts none itself."""
+    found = urllib.request.getproxies()
+    bypassed = [host.strip() for host in found.get("no", "").split(",")]
+    if "*" in bypassed:
+        return {}
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    for scheme in ("http", "https", "all"):
+        proxy = found.get(scheme)
+        if proxy:
+            mounts[f"{scheme}://"] = httpx.AsyncHTTPTransport(
+                proxy=proxy if "://" in proxy else f"http://{proxy}", verify=tls, limits=limits)
+    for host in filter(None, bypassed):
+        mounts[_bypass_pattern(host)] = None
+    return mounts
+
+
+def _bypass_pattern(host: str) -> str:
+    """httpx's URL pattern of one ``NO_PROXY`` entry: a pattern as given, an IP address (or
+    network) or ``localhost`` exactly, a name with its subdomains (``example.com``:
+    ``*example.com``)."""
+    if "://" in host:
+        return host
+    if host.lower() == "localhost":
+        return f"all://{host}"
+    try:
+        address = ipaddress.ip_address(host.split("/")[0])
+    except ValueError:
+        return f"all://*{host}"
+    return f"all://[{host}]" if address.version == 6 else f"all://{host}"

@@ -91,7 +91,7 @@ from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, U
 from mmsp_core.request import HTTPRequest
 
 from . import tracer
-from ._transport import own_http_client
+from ._transport import fast_http_client
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, fetch_body, open_stream
 from .remote_images import IMAGE_LIMIT, RemoteImages, checked_client
@@ -337,7 +337,8 @@ class AutoLLMClient:
         default_headers: sent with every request; they win over every header the client sets,
             credentials included, except on ``mmsp`` whose key overrides ``Authorization``.
         http_client: an ``httpx.AsyncClient`` used as given and never closed here; without one
-            the client makes its own, closed by ``aclose()`` / ``async with``.
+            the client makes its own (``fast_http_client()``), closed by ``aclose()`` /
+            ``async with``.
         timeouts: the four named timeouts of every call (08 D22); a call may pass its own.
         max_retries: retries before the first event (08 D21).
         strict: unknown wire events raise ``UnknownEventError``; ``None`` reads ``MMSP_DEBUG``.
@@ -396,7 +397,7 @@ class AutoLLMClient:
             if self._traits.upstream_errors else None
         )
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else own_http_client()
+        self._http = http_client if http_client is not None else fast_http_client()
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._max_retries = max_retries
         self._strict = strict if strict is not None else _debug_from_environment()

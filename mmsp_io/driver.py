@@ -59,15 +59,17 @@ reports as ``idle``), its write timeout stands, and its connect and pool timeout
 iterator is safe to abandon and runs unchanged under asyncio and trio.
 
 Deadlines that cost nothing per chunk: after the first event only ``idle`` and ``total`` can
-expire. When ``total`` is unset and the transport is httpx's own (``AsyncHTTPTransport``) or
-the library's (``mmsp_io._transport``), ``idle`` is handed to httpx's read timeout
-of the body (the tighter of it and the caller's), which both apply to every socket read
-anyway, and the reads after the first event run under no scope of ours: an expiry is the same
+expire. When ``total`` is unset and the response came from httpx's own transport (httpcore's,
+whose response carries the ``network_stream`` extension) or from the library's
+(``mmsp_io._transport``, ``BODY_EXTENSION``), ``idle`` is handed to httpx's read timeout of the
+body (the tighter of it and the caller's), which both apply to every socket read anyway, and
+the reads after the first event run under no scope of ours: an expiry is the same
 ``StreamTimeoutError("idle", seconds)``. The reads before the first event then share one scope
 (``first_event``, the only limit left to them) instead of one each. The response headers
-arrive before the handover, so ``idle`` never bounds the wait for them. Any other transport
-(``MockTransport``, a caller's custom one) is not known to honour read timeouts and keeps the
-per-read deadline.
+arrive before the handover, so ``idle`` never bounds the wait for them. The response tells
+which transport carried it, so no lookup of the client's transports is made (08 D79). Any
+other transport (``MockTransport``, a caller's custom one) is not known to honour read
+timeouts and keeps the per-read deadline.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ from mmsp_core.model import UniEvent
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 from mmsp_core.request import HTTPRequest
 
-from ._transport import BODY_EXTENSION, Http11Transport, ResponseBody
+from ._transport import BODY_EXTENSION, ResponseBody
 
 __all__ = [
     "ACCEPT_ENCODING",
@@ -138,9 +140,9 @@ _CLOSE_SECONDS: Final = 5.0
 
 _T = TypeVar("_T")
 
-#: Transports known to bound every socket read by the request's read timeout (httpcore's and
-#: the library's).
-_TRUSTED_TRANSPORTS: Final = frozenset({httpx.AsyncHTTPTransport, Http11Transport})
+#: Response extensions of the transports known to bound every socket read by the request's
+#: read timeout: httpcore's (httpx's own transport) and the library's.
+_TRUSTED_EXTENSIONS: Final = ("network_stream", BODY_EXTENSION)
 
 
 def _positive_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -375,7 +377,7 @@ async def open_stream(
     # After the first event only ``idle`` and ``total`` can expire. With no ``total``, and
     # ``idle`` enforced by the transport itself (or unset), a read needs no scope of ours.
     unguarded = timeouts.total is None and (
-        timeouts.idle is None or _hand_idle_to(http_client, http_request, timeouts.idle)
+        timeouts.idle is None or _hand_idle_to(response, http_request, timeouts.idle)
     )
     raw, chunks = _body_chunks(response)
     try:
@@ -501,17 +503,18 @@ class _Decoded:
         return decoded
 
 
-def _hand_idle_to(http_client: httpx.AsyncClient, request: httpx.Request, idle: float) -> bool:
-    """Make ``idle`` the read timeout of ``request``'s body, when the transport that carries it
-    is httpx's own (``AsyncHTTPTransport``) or the library's (``Http11Transport``), which bounds
-    every read of the socket by it; say whether it did.
+def _hand_idle_to(response: httpx.Response, request: httpx.Request, idle: float) -> bool:
+    """Make ``idle`` the read timeout of ``request``'s body, when ``response`` came from
+    httpx's own transport or the library's (``Http11Transport``), each of which bounds every
+    read of the socket by it (told by the response's extensions); say whether it did.
 
-    The response headers have already arrived under the caller's own read timeout: httpcore
-    reads the timeout again when the body starts, so only the body's reads get the tighter
-    of the two (08 D22, D62). Any other transport (``MockTransport``, a custom one) is not
-    trusted to honour it and keeps the per-read deadline.
+    The response headers have already arrived under the caller's own read timeout: both
+    transports read the timeout again when the body starts, so only the body's reads get the
+    tighter of the two (08 D22, D62). Any other transport (``MockTransport``, a custom one) is
+    not trusted to honour it and keeps the per-read deadline.
     """
-    if type(http_client._transport_for_url(request.url)) not in _TRUSTED_TRANSPORTS:
+    extensions = response.extensions
+    if not any(name in extensions for name in _TRUSTED_EXTENSIONS):
         return False
     timeout = request.extensions["timeout"]
     request.extensions["timeout"] = {**timeout, "read": _tighter(idle, timeout["read"])}

@@ -78,6 +78,7 @@ from mmsp_core.errors import AbortedError, MMSPError, UnsupportedParameterError,
 from mmsp_core.model import UniEvent
 from mmsp_core.wire import to_wire
 
+from .._transport import fast_http_client
 from ..abort import AbortSignal
 from ..client import AutoLLMClient
 from ..driver import Timeouts
@@ -99,10 +100,9 @@ DEFAULT_IDLE_TIMEOUT: Final = 120.0
 _BUFFERED_BYTES: Final = 1024 * 1024
 #: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
 _PIECE: Final = 64 * 1024
-#: Connections each row's HTTP client keeps to its provider.
-_UPSTREAM_LIMITS: Final = httpx.Limits(
-    max_connections=None, max_keepalive_connections=64, keepalive_expiry=30.0
-)
+#: Idle connections each row's HTTP client keeps to its provider, 30 s each; the requests in
+#: flight are not capped.
+_UPSTREAM_KEEPALIVE: Final = 64
 
 _JSON: Final = "application/json"
 _SSE_HEADERS: Final = (
@@ -289,12 +289,13 @@ class Gateway:
         timeouts: Timeouts | None,
         max_retries: int,
     ) -> AutoLLMClient:
-        """The client of row ``index`` (07 §2, the last check at start).
+        """The client of row ``index`` (07 §2, the last check at start), over an HTTP client
+        of the library's fast transport (``fast_http_client``, 08 D79).
 
         Raises:
             ConfigError: the client cannot be built; the message names the row.
         """
-        http = httpx.AsyncClient(limits=_UPSTREAM_LIMITS, follow_redirects=False, timeout=None)
+        http = fast_http_client(max_connections=None, max_keepalive=_UPSTREAM_KEEPALIVE)
         try:
             client = AutoLLMClient(row.model_id, api_key=row.api_key, base_url=row.base_url,
                                    client_type=row.client_type, http_client=http,

@@ -2,11 +2,12 @@
 library's (``mmsp_io._transport``), each test on both (08 D22, D62).
 
 After the first event, ``open_stream`` hands ``idle`` to httpx's read timeout when the
-transport is httpx's own or the library's (each bounds every socket read), instead of a
-deadline of its own around each read. These tests pin that the four timeouts behave exactly as over
-``MockTransport`` (``test_driver.py``): ``idle`` after the first event, the caller's tighter
-read timeout, ``total`` kept, the header wait not bounded by ``idle``, keep-alive comments and
-the time the caller holds an event; and that any other transport is not trusted.
+response came from httpx's own transport or the library's (each bounds every socket read; the
+response's extensions tell which), instead of a deadline of its own around each read. These
+tests pin that the four timeouts behave exactly as over ``MockTransport`` (``test_driver.py``):
+``idle`` after the first event, the caller's tighter read timeout, ``total`` kept, the header
+wait not bounded by ``idle``, keep-alive comments and the time the caller holds an event; and
+that any other transport is not trusted.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from httpfakes import delta, json_pipeline, mock_client, sse, stop
 
 from mmsp_core import HTTPRequest, StreamTimeoutError, UniEvent
 from mmsp_io import Timeouts, open_stream
-from mmsp_io._transport import OWN_LIMITS, Http11Transport, own_http_client
+from mmsp_io._transport import Http11Transport, fast_http_client
 from mmsp_io.driver import _hand_idle_to
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +85,7 @@ def http_client(transport: str, timeout: httpx.Timeout | None = None) -> httpx.A
     """A client of ``transport`` with ``timeout`` as its own."""
     if transport == "httpx":
         return httpx.AsyncClient(timeout=timeout)
-    return httpx.AsyncClient(timeout=timeout, transport=Http11Transport(OWN_LIMITS))
+    return httpx.AsyncClient(timeout=timeout, transport=Http11Transport(httpx.Limits()))
 
 
 async def run(url: str, timeouts: Timeouts, clock: Callable[[], int], *,
@@ -183,21 +184,23 @@ async def test_idle_bounds_the_reads_before_the_first_event(
     assert (error.which, error.seconds) == ("idle", 0.3)
 
 
-def test_only_httpx_own_transport_and_the_librarys_are_trusted() -> None:
+async def test_only_responses_of_httpx_own_transport_and_the_librarys_are_trusted() -> None:
+    # The driver tells the transport by the response's extensions (08 D79): httpcore's
+    # ``network_stream``, the library's ``BODY_EXTENSION``; a mock's response has neither.
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200)
 
-    class Custom(httpx.AsyncHTTPTransport):
-        pass
-
-    trusted = [httpx.AsyncClient(), own_http_client()]
-    untrusted = [mock_client(handler), httpx.AsyncClient(transport=Custom())]
-    for client in trusted + untrusted:
-        request = client.build_request("GET", "http://127.0.0.1:1/", timeout=httpx.Timeout(
-            None, read=9.0))
-        handed = _hand_idle_to(client, request, 2.0)
-        assert handed is (client in trusted)
-        assert request.extensions["timeout"]["read"] == (2.0 if handed else 9.0)
+    clients = [(httpx.AsyncClient(), True), (fast_http_client(), True),
+               (mock_client(handler), False)]
+    async with server([FIRST, REST]) as url:
+        for client, trusted in clients:
+            async with client:
+                request = client.build_request("GET", url, timeout=httpx.Timeout(None, read=9.0))
+                response = await client.send(request, stream=True)
+                handed = _hand_idle_to(response, request, 2.0)
+                await response.aread()
+            assert handed is trusted
+            assert request.extensions["timeout"]["read"] == (2.0 if trusted else 9.0)
 
 
 async def test_a_mock_transport_keeps_per_read_deadlines(fake_clock: Callable[[], int]) -> None:

@@ -17,8 +17,9 @@ it these tests prove that the transport:
   ``RemoteProtocolError``, ``ReadTimeout``), skips a ``1xx`` head, and leaves
   ``Content-Encoding`` to httpx;
 * speaks TLS with the context it is given, reusing a TLS connection too;
-* is the transport of the client ``AutoLLMClient`` builds itself (a caller's own client is used
-  as given), and carries sequential streams end to end against the provider simulator.
+* is the transport of the client ``AutoLLMClient`` builds itself (``fast_http_client``; a
+  caller's own client is used as given), and carries sequential streams end to end against the
+  provider simulator (``tests/io/test_fast_client.py`` covers the client's options).
 
 ``active`` (requests holding a slot) and ``idle`` (idle connections kept) are the only internals
 asserted. A body read in part is read as the driver reads it, through the transport's own
@@ -51,7 +52,7 @@ import adapters
 from mmsp_core.model import TextDone, UniEvent, UniMessage
 from mmsp_core.sse import SSEDecoder
 from mmsp_io import AutoLLMClient, MMSPError, Timeouts
-from mmsp_io._transport import BODY_EXTENSION, MAX_HEAD_BYTES, Http11Transport, own_http_client
+from mmsp_io._transport import BODY_EXTENSION, MAX_HEAD_BYTES, Http11Transport
 from mmsp_io.simulator import Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
@@ -887,42 +888,32 @@ async def collect(stream: AsyncIterator[UniEvent]) -> list[UniEvent]:
         return [event async for event in events]
 
 
-def test_the_environments_proxy_keeps_httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A proxy the environment names is reached through httpx's own transport (the library's
-    speaks to origins only), and the library's takes the TLS context httpx made for it."""
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    client = own_http_client()
-    assert type(client._transport_for_url(httpx.URL("https://provider.test/"))) is (
-        httpx.AsyncHTTPTransport)
-    transport = client._transport_for_url(httpx.URL("http://provider.test/"))
-    assert isinstance(transport, Http11Transport)
-    assert isinstance(transport._tls, ssl.SSLContext)
-
-
 async def test_the_client_the_library_builds_uses_the_transport_and_a_callers_is_kept(
-    tmp_path: Path,
+    tmp_path: Path, fast_transports: list[Http11Transport],
 ) -> None:
     protocol = STREAM_PROTOCOLS[0]
     async with Simulator.running() as sim:
         async with auto_client(sim, protocol, tmp_path) as own:
-            assert isinstance(own._http._transport, Http11Transport)
+            [transport] = fast_transports
+            events = await collect(own.streaming_response([QUESTION], None))
+            assert events[-1].event_type == "stop"
+            assert (transport.active, transport.idle) == (0, 1)  # the stream went through it
         given = httpx.AsyncClient(timeout=10.0, trust_env=False)
-        theirs = given._transport
         async with given:
             async with auto_client(sim, protocol, tmp_path, http_client=given) as client:
                 assert client._http is given
                 events = await collect(client.streaming_response([QUESTION], None))
                 assert events[-1].event_type == "stop"
-            assert given._transport is theirs
-            assert type(theirs) is httpx.AsyncHTTPTransport
+            assert len(fast_transports) == 1  # none built for a caller's client
             assert not given.is_closed  # a caller's client is left open
 
 
 @pytest.mark.parametrize("protocol", STREAM_PROTOCOLS)
-async def test_sequential_streams_end_to_end(protocol: str, tmp_path: Path) -> None:
+async def test_sequential_streams_end_to_end(
+    protocol: str, tmp_path: Path, fast_transports: list[Http11Transport],
+) -> None:
     async with Simulator.running() as sim, auto_client(sim, protocol, tmp_path) as client:
-        transport = client._http._transport
-        assert isinstance(transport, Http11Transport)
+        [transport] = fast_transports
         sockets = []
         for _ in range(3):
             try:
