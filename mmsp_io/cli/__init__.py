@@ -36,8 +36,9 @@ unreadable file, 130 on Ctrl-C.
 
 An application beside the client library (docs/architecture.md, "Applications beside the
 library"): ``import mmsp_io`` does not load it. ``main`` and the argument parser are here, the
-stream printing every command shares in ``printer``, the commands in ``demo`` and ``chat``
-(``chat``, ``replay``); ``serve`` and ``traces`` run ``mmsp_io.server`` and ``mmsp_io.traces``.
+stream printing every command shares in ``printer``, and the commands ``demo``, ``chat`` and
+``replay`` in the ``run`` of the modules of those names; ``serve`` and ``traces`` run
+``mmsp_io.server`` and ``mmsp_io.traces``.
 """
 
 from __future__ import annotations
@@ -58,8 +59,7 @@ from adapters.clients import client_spec
 from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
 
 from .. import server, traces
-from .chat import chat, replay
-from .demo import demo
+from . import chat, demo, replay
 from .printer import StreamPrinter
 
 __all__ = ["StreamPrinter", "main"]
@@ -98,34 +98,36 @@ def _parser() -> argparse.ArgumentParser:
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="event loop to run on"
     )
 
-    demo = commands.add_parser(
+    simulated = commands.add_parser(
         "demo", parents=[backend], help="an agent loop per wire protocol, against the simulator"
     )
-    demo.add_argument(
+    simulated.add_argument(
         "--delay", type=float, default=0.005, help="seconds the simulator waits before each event"
     )
 
-    chat = commands.add_parser("chat", parents=[backend], help="stream one answer from a provider")
-    chat.add_argument("--model", required=True, help="model id, e.g. claude-sonnet-5")
-    chat.add_argument("--client-type", help="client type; else CLIENT_TYPE, else by model id")
-    chat.add_argument("--base-url", help="endpoint; needs --api-key (spec 04 §3)")
-    chat.add_argument(
+    one_answer = commands.add_parser(
+        "chat", parents=[backend], help="stream one answer from a provider"
+    )
+    one_answer.add_argument("--model", required=True, help="model id, e.g. claude-sonnet-5")
+    one_answer.add_argument("--client-type", help="client type; else CLIENT_TYPE, else by model id")
+    one_answer.add_argument("--base-url", help="endpoint; needs --api-key (spec 04 §3)")
+    one_answer.add_argument(
         "--api-key", help="the key; else the provider's <P>_API_KEY, for its own endpoint only"
     )
-    chat.add_argument("--system", help="system prompt")
-    chat.add_argument("prompt")
+    one_answer.add_argument("--system", help="system prompt")
+    one_answer.add_argument("prompt")
 
-    replay = commands.add_parser(
+    recorded = commands.add_parser(
         "replay", parents=[common], help="decode a recorded provider body"
     )
-    replay.add_argument(
+    recorded.add_argument(
         "--source", required=True, help="client type or wire protocol, e.g. ant-messages"
     )
-    replay.add_argument("--strict", action="store_true", help="unknown wire events are errors")
-    replay.add_argument(
+    recorded.add_argument("--strict", action="store_true", help="unknown wire events are errors")
+    recorded.add_argument(
         "--chunk-size", type=_positive_int, help="feed the body in pieces of N bytes (N >= 1)"
     )
-    replay.add_argument("file")
+    recorded.add_argument("file")
 
     gateway = commands.add_parser(
         "serve", parents=[backend], help="the MMSP server: one gateway to the configured models"
@@ -160,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     printer = StreamPrinter(out)
     try:
         if args.command == "replay":
-            return replay(args, printer)
+            return replay.run(args, printer)
         if args.backend == "trio" and importlib.util.find_spec("trio") is None:
             return _fail(args, err, "--backend trio needs trio: pip install trio", 2)
         if args.command == "serve":
@@ -169,8 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             page = partial(traces.run, args.dir, args.host, args.port, out)
             return anyio.run(page, backend=args.backend)
         run = (
-            partial(demo, args.delay, printer) if args.command == "demo"
-            else partial(chat, args, printer)
+            partial(demo.run, args.delay, printer) if args.command == "demo"
+            else partial(chat.run, args, printer)
         )
         return anyio.run(run, backend=args.backend)
     except KeyboardInterrupt:

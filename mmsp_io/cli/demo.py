@@ -71,7 +71,7 @@ async def _agent_loop(client: AutoLLMClient, question: str, printer: StreamPrint
         message = UniMessage(role="user", content_items=tuple(results))
 
 
-async def demo(delay: float, printer: StreamPrinter) -> int:
+async def run(delay: float, printer: StreamPrinter) -> int:
     """Run the demo (module docstring) with ``delay`` seconds before each simulated event;
     return the exit status, 0.
 

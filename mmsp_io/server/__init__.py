@@ -8,6 +8,12 @@ The request handling is one ``Gateway`` (``handler``) with two thin front ends: 
 The configuration file and its validation are in ``config``. ``python -m mmsp_io serve
 --config FILE`` runs it.
 
+An application beside the client library (docs/architecture.md, "Applications beside the
+library"): it calls its providers through ``AutoLLMClient``, the library never imports it, and
+``import mmsp_io`` does not load it. It serves on ``mmsp_io.httpserver``, the h11 server core
+it shares with the simulator and the trace page, which stays outside this package so that
+they do not load the gateway.
+
 ::
 
     gateway = Gateway(load_config("server.json"))

@@ -4,7 +4,8 @@
 lists the trace files the tracer (``mmsp_io.tracer``) wrote under ``DIR`` and shows one
 conversation readably. It runs on the server core of ``mmsp_io.httpserver`` (h11 and anyio),
 under asyncio or trio, apart from the MMSP server: the gateway serves only the routes of 07
-(08 D70).
+(08 D70). Like the server, it is an application beside the client library
+(docs/architecture.md, "Applications beside the library"): the library never imports it.
 
 Theory of operation
 -------------------
