@@ -33,7 +33,7 @@ TESTS = Path(__file__).resolve().parent
 settings.register_profile(
     "dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.register_profile("ci", settings.get_profile("dev"), max_examples=120)
+settings.register_profile("ci", settings.get_profile("dev"), max_examples=80)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
 )
