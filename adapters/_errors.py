@@ -1,24 +1,102 @@
-"""Reading a provider's JSON error body (08 D19), by the shape its protocol's record gives.
+"""A provider's non-2xx answer as an error (08 D19), by the shape its protocol's record gives.
 
 A non-2xx answer's body says what went wrong: a type, a message and sometimes a request id, at
 places that differ per protocol (``Traits.error_shape``). ``read_error_body`` reads them and
 never raises (08 D59): a body that is not JSON, is nested too deeply for the parser, or holds
 none of the fields gives ``None`` fields, or a short preview of its text as the message.
+``provider_http_error`` builds the ``ProviderHTTPError`` of a whole answer: the body, the
+request id header and the wait ``retry_after`` reads, for a ``now`` the caller gives (this
+module reads no clock).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import calendar
+import math
+from collections.abc import Mapping
+from typing import Any, Final
 
-from mmsp_core.errors import preview
+from mmsp_core.errors import ProviderHTTPError, preview
 
 from ._json import BadField, loads
 from ._registry import CLIENTS, canonical_client_type, protocol_traits
 from ._spec import ErrorShape, JsonPath
 
-__all__ = ["read_error_body"]
+__all__ = ["REQUEST_ID_HEADERS", "provider_http_error", "read_error_body", "retry_after"]
 
 _DEFAULT_SHAPE = ErrorShape()
+
+#: Headers that carry a provider's request id, the first present wins: OpenAI, Anthropic,
+#: Google.
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id")
+
+
+def provider_http_error(
+    client: str, status: int, headers: Mapping[str, str], body: bytes, *, now: float
+) -> ProviderHTTPError:
+    """Build the ``ProviderHTTPError`` of a non-2xx answer of ``client`` (08 D19).
+
+    The type, message and request id come from the body (``read_error_body``); a request id
+    header (``REQUEST_ID_HEADERS``) wins over the body's. ``retry_after`` is
+    ``retry_after(headers, now=now)``. ``headers`` is case-insensitive (an ``httpx.Headers``)
+    or has lower-case names; ``now`` is the time in seconds since the epoch.
+
+    Raises nothing: any answer gives an error to raise (08 D59).
+    """
+    error_type, message, body_request_id = read_error_body(client, body)
+    request_id = next((headers[name] for name in REQUEST_ID_HEADERS if name in headers),
+                      body_request_id)
+    return ProviderHTTPError(client, status, error_type, message, request_id,
+                             retry_after(headers, now=now))
+
+
+def retry_after(headers: Mapping[str, str], *, now: float) -> float | None:
+    """The wait a provider asks for, in seconds, or ``None`` when it asks for none (08 D21).
+
+    ``retry-after-ms`` (OpenAI) wins over ``Retry-After``, which is either a number of seconds
+    or an HTTP date (RFC 9110 §10.2.3), counted from ``now`` (seconds since the epoch). A date
+    in the past is ``0``; a value that is neither, or not finite, is ``None``. ``headers`` as
+    in ``provider_http_error``.
+    """
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        when = _http_date(value)
+        if when is None:
+            return None
+        seconds = when - now
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _http_date(value: str) -> int | None:
+    """The seconds since the epoch of an HTTP date (RFC 9110 §5.6.7, or the older forms RFC
+    5322 readers take; no zone is UTC), or ``None`` when ``value`` is no valid date."""
+    import email.utils  # only a dated Retry-After needs it: not loaded with the package
+
+    try:
+        fields = email.utils.parsedate_tz(value)
+    except (TypeError, ValueError):
+        return None
+    if fields is None:
+        return None
+    year, month, day, hour, minute, second = fields[:6]
+    offset = fields[9] or 0
+    valid = (
+        1 <= year <= 9999 and 1 <= month <= 12
+        and 1 <= day <= calendar.monthrange(year, month)[1]
+        and 0 <= hour < 24 and 0 <= minute < 60 and 0 <= second < 60
+        and abs(offset) < 24 * 3600
+    )
+    return calendar.timegm((year, month, day, hour, minute, second)) - offset if valid else None
 
 
 def read_error_body(client_type: str, body: bytes) -> tuple[str | None, str | None, str | None]:

@@ -60,16 +60,16 @@ from adapters._preflight import MAX_DEPTH
 from adapters.clients import (
     check_endpoint,
     client_spec,
-    environment_key_allowed,
+    credentials,
     join_url,
     list_models_headers,
     list_models_path,
     needs_image_bytes,
     parse_model_page,
+    same_family,
 )
 from mmsp_core.errors import (
     AbortedError,
-    ApiKeyRequiredError,
     ConcurrentCallError,
     InvalidMessageError,
     MalformedEventError,
@@ -77,7 +77,6 @@ from mmsp_core.errors import (
     ProviderConnectionError,
     ProviderHTTPError,
     ProviderStreamError,
-    RoutingError,
     StreamLimitError,
     StreamTimeoutError,
     UnsupportedParameterError,
@@ -386,7 +385,10 @@ class AutoLLMClient:
         self._client_type = adapters.route(model, named)
         self._named = named is not None
         spec = client_spec(self._client_type)
-        self._api_key, self._base_url = self._credentials(api_key or None, base_url or None)
+        # The key-safety rule of spec 04 §3 (08 D25), given the environment.
+        self._api_key, self._base_url = credentials(
+            self._client_type, api_key or None, base_url or None, os.environ
+        )
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
         _check_base_url(self._client_type, self._base_url, self._api_key)
         self._auth = adapters.auth_headers(self._client_type, self._api_key)
@@ -405,28 +407,6 @@ class AutoLLMClient:
         self._remote_images = remote_images if remote_images is not None else RemoteImages()
         self._history: list[UniMessage] = []
         self._in_flight: _StatefulCall | None = None
-
-    def _credentials(self, api_key: str | None, base_url: str | None) -> tuple[str | None, str]:
-        """Resolve ``(key, base URL)`` under the key-safety rule (spec 04 §3, 08 D25).
-
-        Raises:
-            ApiKeyRequiredError: a ``base_url`` given in code without ``api_key`` (unless the
-                environment's key may go there), or no key at all on a client that needs one.
-        """
-        spec = client_spec(self._client_type)
-        url = base_url or _env(spec.base_url_env) or spec.default_base_url
-        if api_key is not None:
-            return api_key, url
-        if environment_key_allowed(self._client_type, base_url):
-            key = _env(spec.api_key_env)
-            if key is None and not spec.open_server:
-                raise ApiKeyRequiredError(spec.client_type, spec.client_type, spec.api_key_env,
-                                          spec.base_url_env, None)
-            return key, url
-        if spec.open_server:
-            return None, url
-        raise ApiKeyRequiredError(spec.client_type, spec.client_type, spec.api_key_env,
-                                  spec.base_url_env, base_url)
 
     def __repr__(self) -> str:
         return (f"AutoLLMClient(model={self._model!r}, client_type={self._client_type!r}, "
@@ -855,23 +835,5 @@ class AutoLLMClient:
             raise
         if self._named:
             return ids
-        family = _family(client)
-        return [model for model in ids if _routes_to(model) == family]
+        return same_family(ids, client)
 
-
-def _family(client_type: str) -> str:
-    """The client type whose family a routed type belongs to: the row that redirects some of
-    its model ids to ``client_type`` (the ``redirects`` of spec 04 §2 step 4: openai-official's
-    ``text-embedding-*`` ids), else ``client_type`` itself."""
-    return next(
-        (spec.client_type for spec in adapters.CLIENTS.values()
-         for _prefix, target in spec.redirects if target == client_type),
-        client_type,
-    )
-
-
-def _routes_to(model: str) -> str | None:
-    try:
-        return _family(adapters.route(model))
-    except RoutingError:
-        return None

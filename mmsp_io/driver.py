@@ -74,13 +74,12 @@ timeouts and keeps the per-read deadline.
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import math
+import time
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, final
 
 import anyio
@@ -128,9 +127,6 @@ DECODED_STEP: Final = 64 * 1024
 #: zlib's window bits for each content coding decoded: the gzip format, the zlib format.
 _WINDOW_BITS: Final = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
                        "deflate": zlib.MAX_WBITS}
-
-#: Headers that carry a provider's request id: OpenAI, Anthropic, Google.
-_REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id")
 
 #: Transport failures httpx raises; while reading a body they mean "the body was cut".
 _TRANSPORT_ERRORS: Final = (httpx.TransportError, httpx.DecodingError)
@@ -711,45 +707,13 @@ async def fetch_body(
 def provider_http_error(
     client: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> ProviderHTTPError:
-    """Build the ``ProviderHTTPError`` of a non-2xx answer (08 D19).
+    """Build the ``ProviderHTTPError`` of a non-2xx answer (08 D19): the pure
+    ``adapters.provider_http_error`` at the current time.
 
-    Reads the provider's JSON error body at the places its protocol's ``ErrorShape`` names
-    (``adapters.read_error_body``: OpenAI, Anthropic and Google shapes, the plain ones of
-    gateways); a body that is not JSON, however deeply nested, becomes a short preview of its
-    text. The request id comes from the
-    ``x-request-id`` / ``request-id`` / ``x-goog-request-id`` header or the body;
+    It reads the provider's JSON error body at the places its protocol's ``ErrorShape`` names
+    (OpenAI, Anthropic and Google shapes, the plain ones of gateways); a body that is not
+    JSON, however deeply nested, becomes a short preview of its text. The request id comes
+    from the ``x-request-id`` / ``request-id`` / ``x-goog-request-id`` header or the body;
     ``retry_after`` from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
     """
-    error_type, message, body_request_id = adapters.read_error_body(client, body)
-    request_id = next((headers[name] for name in _REQUEST_ID_HEADERS if name in headers),
-                      body_request_id)
-    return ProviderHTTPError(client, status, error_type, message, request_id,
-                             _retry_after(headers))
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The wait a provider asks for, in seconds, or ``None`` when it asks for none.
-
-    ``retry-after-ms`` (OpenAI) wins over ``Retry-After``, which is either a number of seconds
-    or an HTTP date (RFC 9110 §10.2.3). A date in the past is ``0``.
-    """
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds is not None:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
+    return adapters.provider_http_error(client, status, headers, body, now=time.time())

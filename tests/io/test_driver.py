@@ -6,9 +6,7 @@ import gzip
 import math
 import zlib
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from email.utils import format_datetime
 
 import anyio
 import httpx
@@ -29,7 +27,7 @@ from mmsp_core import (
 )
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import Timeouts, open_stream
-from mmsp_io.driver import ERROR_PREVIEW_BYTES, provider_http_error
+from mmsp_io.driver import ERROR_PREVIEW_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -196,19 +194,6 @@ async def test_an_error_body_nested_70000_deep_is_a_typed_error(
     assert (error.status, error.error_type, error.request_id) == (500, None, None)
     assert error.provider_message is not None and len(error.provider_message) < 200
     assert error.provider_message.startswith(body[:20].decode())
-
-
-def test_retry_after_forms() -> None:
-    def retry_after(**headers: str) -> float | None:
-        return provider_http_error("c", 429, httpx.Headers(headers), b"").retry_after
-
-    later = datetime.now(UTC) + timedelta(seconds=30)
-    assert retry_after(**{"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    assert retry_after(**{"retry-after": "2.5"}) == 2.5
-    assert 25 < retry_after(**{"retry-after": format_datetime(later, usegmt=True)}) <= 30
-    assert retry_after(**{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
-    assert retry_after(**{"retry-after": "soon"}) is None
-    assert retry_after() is None
 
 
 async def test_error_for_status_gets_a_bounded_preview(fake_clock: Callable[[], int]) -> None:
