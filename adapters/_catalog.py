@@ -9,7 +9,7 @@ Modalities are the table's comma-joined names (spec 01 §1 ``Modality``); the co
 is what both ``thoughts_tokens`` and ``response_tokens`` cost (spec 01 §10). CNY list prices are
 stored pre-converted at 7 CNY/USD, rounded to 6 decimals.
 
-Nothing here is read at run time from a file; ``adapters.clients.list_supported_models`` builds
+Nothing here is read at run time from a file; ``adapters._supported.list_supported_models`` builds
 the public values from these rows.
 """
 

@@ -1,7 +1,7 @@
 """The wire protocols this package speaks: one line per protocol package (08 D63).
 
 Adding a protocol means writing its package (ending in ``PROTOCOL = WireProtocol(...)``), adding
-it here, and adding a registry row per client type that speaks it (``adapters.clients``);
+it here, and adding a registry row per client type that speaks it (``adapters._rows``);
 nothing else dispatches on protocol names. A protocol from outside the library uses
 ``adapters.register`` instead.
 """

@@ -2,7 +2,7 @@
 
 ``PROTOCOLS`` and ``CLIENTS`` are read-only views of tables that ``register`` may extend, so
 every layer reads them at call time and nothing caches them at import. The built-in rows are
-installed by ``adapters._protocols`` (one line per protocol package) and ``adapters.clients``
+installed by ``adapters._protocols`` (one line per protocol package) and ``adapters._rows``
 (one row per client type).
 """
 

@@ -6,7 +6,7 @@ Every public function of ``adapters``, the I/O layer (``open_stream``, ``AutoLLM
 provider simulator and the command line take what they need of a protocol from its record:
 no module outside a protocol's package compares protocol or client names.
 
-A client type is a ``ClientSpec`` row (``adapters.clients``): the protocol it speaks, its
+A client type is a ``ClientSpec`` row (``adapters._rows``): the protocol it speaks, its
 credentials and endpoints, and its ``profile``, the protocol's typed per-client data (capability
 flags, generation rows, quirks). Machines and builders read the profile, never the name.
 

@@ -9,7 +9,7 @@
 - ``profiles``: what differs between the two client types, read by the builder (08 D63).
 
 The protocol name ``ant-messages``, used as a ``decode`` source, behaves as the ant-messages
-client (09). Model listing lives with the client registry (``adapters.clients``).
+client (09). Model listing lives with the client registry (``adapters._listing``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Per-client data of the Anthropic Messages protocol (08 D63): one profile per client type.
 
 The machine and the builder read these fields; neither knows client names. The registry rows
-in ``adapters.clients`` name the profile of each client type. The two clients differ only in
+in ``adapters._rows`` name the profile of each client type. The two clients differ only in
 what the request may carry (05 §2.1, §2.8, §4.1, §5); the stream reads the same on both
 (08 D32).
 """

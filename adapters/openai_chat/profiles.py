@@ -1,7 +1,7 @@
 """Per-client data of the Chat Completions protocol (08 D63): one profile per client type.
 
 The builder reads these fields; it knows no client names. The registry rows in
-``adapters.clients`` name the profile of each client type. The machine reads none: one
+``adapters._rows`` name the profile of each client type. The machine reads none: one
 machine serves every Chat client (08 D32).
 
 A profile says what a client's endpoint takes (05 §4.3): how the config maps to body fields,

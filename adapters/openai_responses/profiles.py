@@ -1,7 +1,7 @@
 """Per-client data of the Responses protocol (08 D63): one profile per client type.
 
 The machine and the builder read these fields; neither knows client names. The registry rows
-in ``adapters.clients`` name the profile of each client type.
+in ``adapters._rows`` name the profile of each client type.
 
 What depends on the model is a list of generation rows: the first row whose tokens the
 lower-cased model id contains (and none of whose refused tokens) applies (05 §1, 08 D9). The
