@@ -71,6 +71,10 @@ def _unknown_source(source: object) -> str:
 
 def resolve_named(source: str, model: str | None = None) -> tuple[str, Any, WireProtocol]:
     """The name errors use (the protocol name when decoding by protocol), the profile and the
-    record of ``source`` for ``model``."""
+    record of ``source`` for ``model``.
+
+    Raises:
+        RoutingError, UnsupportedOperationError: as ``resolve``.
+    """
     spec, record, profile = resolve(source, model)
     return (source if source in PROTOCOLS else spec.client_type), profile, record

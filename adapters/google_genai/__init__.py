@@ -3,10 +3,10 @@
 ``machine`` decodes a ``streamGenerateContent?alt=sse`` response, ``request`` builds requests,
 ``render`` writes the body a server would send, ``usage`` is the one usage mapping both of them
 use, ``profiles`` holds the client type's per-client data (08 D63) and ``simulate`` the
-simulator's dialect. ``thinking`` (Gemini model modes and thinking levels, 05 §2.3) and
-``shapes`` (Google's error bodies and model list) are shared with the Interactions protocol of
-``google-official``. The protocol name ``"google-genai"`` as a decode source behaves as the
-``google-genai`` client.
+simulator's dialect. What it shares with the Interactions protocol of ``google-official`` is
+in ``adapters._google``: ``thinking`` (Gemini model modes and thinking levels, 05 §2.3),
+``shapes`` (Google's error bodies and model list) and ``script`` (two-speaker scripts). The
+protocol name ``"google-genai"`` as a decode source behaves as the ``google-genai`` client.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@
 The config is mapped first, so its errors come first (02 §8): any ``temperature``, a
 ``prompt_caching`` other than ``enable``, ``fast_mode`` and an empty ``tool_choice`` list
 are ``UnsupportedParameterError`` on every model, and on a TTS model a ``tts_config`` that
-is neither one voice nor two named speakers. The model's mode (``thinking.model_mode``)
+is neither one voice nor two named speakers. The model's mode (``adapters._google.thinking``)
 decides the rest: a TTS model gets ``responseModalities: ["AUDIO"]``, its speech settings and
-``maxOutputTokens`` only; any other model its thinking level (``thinking.thinking_level_for``,
+``maxOutputTokens`` only; any other model its thinking level (``thinking_level_for``,
 upper-cased; never raising), ``includeThoughts`` from ``thinking_summary``, tools, tool
 choice and image settings.
 
@@ -25,7 +25,7 @@ becomes ``inlineData``; http(s) images are fetched into data URIs by the I/O lay
 row's ``inlines_remote_images``, 08 D37), so one that still arrives here is refused. A TTS
 request sends only the text of the last message. With two speakers that text is a script, one
 ``Name: line`` per turn (01 §3): every line that is not blank must open with a configured
-speaker's label (``script_turns``, shared with google-official's builder), else
+speaker's label (``adapters._google.script``, shared with google-official's builder), else
 ``InvalidMessageError(item_type="text")`` (03 §2). A ``gemini-3.8`` speech model takes the
 script split (05 §1): one text part per turn, its label removed (those models read no labels)
 and its speaker in ``speechMetadata``; other speech models read the labelled script whole.

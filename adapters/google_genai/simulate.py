@@ -3,7 +3,8 @@
 ``POST /v1/models/{model}:streamGenerateContent`` at the origin (the ``?alt=sse`` query is not
 part of the route; spec 04 §4), the key in ``x-goog-api-key`` only (08 D17), Google's
 ``{"error": {"code", "message", "status"}}`` error bodies and ``GET /v1/models`` list
-(``shapes``), and a chunk holding an ``error`` object for an in-stream overload (08 D4).
+(``adapters._google.shapes``), and a chunk holding an ``error`` object for an in-stream
+overload (08 D4).
 """
 
 from __future__ import annotations
