@@ -4,11 +4,15 @@ counted from a ``now`` the test gives (no clock is read)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import email.utils
+import math
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import adapters
 from adapters._errors import provider_http_error, retry_after
@@ -51,6 +55,40 @@ def test_retry_after_forms() -> None:
 )
 def test_retry_after_dates_are_counted_from_now(value: str, seconds: float | None) -> None:
     assert retry_after({"retry-after": value}, now=NOW) == seconds
+
+
+def _reference(value: str, now: float) -> float | None:
+    """The wait of a ``Retry-After`` value, computed independently with ``datetime`` (the form
+    the I/O layer used before the rule moved down)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.fromtimestamp(now, UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+_DATES = st.builds(
+    lambda when, minutes, zone: format_datetime(
+        when.replace(tzinfo=timezone(timedelta(minutes=minutes))) if zone else when
+    ),
+    st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9998, 12, 30)),
+    st.integers(-23 * 60, 23 * 60),
+    st.booleans(),
+)
+
+
+@pytest.mark.one_json_mode
+@given(value=st.one_of(_DATES, st.text(max_size=40), st.from_regex(
+    r"\A[A-Z][a-z]{2}, [0-9]{1,3} [A-Z][a-z]{2} [0-9]{1,5} [0-9]{1,2}:[0-9]{2}:[0-9]{2}"
+    r"( GMT| [+-][0-9]{4})?\Z")))
+def test_retry_after_agrees_with_a_datetime_reading(value: str) -> None:
+    assert retry_after({"retry-after": value}, now=NOW) == _reference(value, NOW)
 
 
 @pytest.mark.one_json_mode
