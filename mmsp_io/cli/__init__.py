@@ -50,7 +50,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from functools import partial
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 
@@ -82,6 +82,7 @@ def _positive_int(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The command line: the global options, then one sub-parser per command."""
     parser = argparse.ArgumentParser(
         prog="mmsp-sansio",
         description="One message format and one streaming grammar over many LLM providers.",
@@ -97,7 +98,14 @@ def _parser() -> argparse.ArgumentParser:
     backend.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="event loop to run on"
     )
+    _client_commands(commands, common, backend)
+    _server_commands(commands, backend)
+    return parser
 
+
+def _client_commands(commands: Any, common: argparse.ArgumentParser,
+                     backend: argparse.ArgumentParser) -> None:
+    """The commands that stream as a client: ``demo``, ``chat``, ``replay``."""
     simulated = commands.add_parser(
         "demo", parents=[backend], help="an agent loop per wire protocol, against the simulator"
     )
@@ -129,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     recorded.add_argument("file")
 
+
+def _server_commands(commands: Any, backend: argparse.ArgumentParser) -> None:
+    """The commands that serve: ``serve`` (the MMSP server) and ``traces`` (the trace page)."""
     gateway = commands.add_parser(
         "serve", parents=[backend], help="the MMSP server: one gateway to the configured models"
     )
@@ -152,7 +163,6 @@ def _parser() -> argparse.ArgumentParser:
     trace_page.add_argument("--host", default=traces.DEFAULT_HOST, help="address to listen on")
     trace_page.add_argument("--port", type=int, default=traces.DEFAULT_PORT,
                             help="port to listen on (0: a free one)")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
