@@ -70,7 +70,7 @@ class EmbeddingMachine(TableMachine):
     }
 
     def __init__(
-        self, client: str, profile: Any, *, strict: bool, base_url: str | None = None
+        self, client: str, profile: None, *, strict: bool, base_url: str | None = None
     ) -> None:
         """The kernel's arguments; ``base_url`` is taken and unused, as ``NewMachine`` says."""
         super().__init__(client, profile, strict=strict)

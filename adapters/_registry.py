@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from ._spec import PENDING_TRAITS, ClientSpec, Traits, WireProtocol
 
@@ -24,13 +24,13 @@ __all__ = [
     "register",
 ]
 
-_PROTOCOLS: dict[str, WireProtocol] = {}
+_PROTOCOLS: dict[str, WireProtocol[Any]] = {}
 _CLIENTS: dict[str, ClientSpec] = {}
 #: Every accepted spelling (lower-cased name or alias) -> client type.
 _NAMES: dict[str, str] = {}
 
 #: Every wire protocol built here, by name; read-only.
-PROTOCOLS: Final[Mapping[str, WireProtocol]] = types.MappingProxyType(_PROTOCOLS)
+PROTOCOLS: Final[Mapping[str, WireProtocol[Any]]] = types.MappingProxyType(_PROTOCOLS)
 #: The registry: every client type of spec 04 §1, read-only.
 CLIENTS: Final[Mapping[str, ClientSpec]] = types.MappingProxyType(_CLIENTS)
 
@@ -38,7 +38,9 @@ CLIENTS: Final[Mapping[str, ClientSpec]] = types.MappingProxyType(_CLIENTS)
 class Registration:
     """What ``register`` added; ``undo()`` (or leaving the ``with`` block) removes it again."""
 
-    def __init__(self, protocol: WireProtocol | None, clients: Sequence[ClientSpec]) -> None:
+    def __init__(
+        self, protocol: WireProtocol[Any] | None, clients: Sequence[ClientSpec]
+    ) -> None:
         self._protocol = protocol
         self._clients = tuple(clients)
         self._active = True
@@ -63,7 +65,7 @@ class Registration:
 
 
 def register(
-    protocol: WireProtocol | None = None, clients: Sequence[ClientSpec] = ()
+    protocol: WireProtocol[Any] | None = None, clients: Sequence[ClientSpec] = ()
 ) -> Registration:
     """Add a wire protocol and the client rows that speak it, for every layer at once.
 

@@ -134,7 +134,7 @@ def check_read_config(
 
 
 def _check_read_config(
-    client: str, profile: Any, protocol: WireProtocol, model: str, config: UniConfig,
+    client: str, profile: Any, protocol: WireProtocol[Any], model: str, config: UniConfig,
     strict: bool,
 ) -> None:
     """The checks of ``check_config`` and ``check_read_config``; a warning points at their
@@ -146,7 +146,7 @@ def _check_read_config(
 
 
 def _check_extra_body(
-    client: str, profile: Any, protocol: WireProtocol, model: str, config: UniConfig
+    client: str, profile: Any, protocol: WireProtocol[Any], model: str, config: UniConfig
 ) -> None:
     """Refuse an ``extra_body`` key whose UniConfig counterpart this model refuses (08 D57).
 
@@ -239,7 +239,9 @@ def build_read_request(
     return _build(client, profile, protocol, model, messages, config)
 
 
-def _check_sendable(client: str, protocol: WireProtocol, messages: Sequence[UniMessage]) -> None:
+def _check_sendable(
+    client: str, protocol: WireProtocol[Any], messages: Sequence[UniMessage]
+) -> None:
     """Refuse an empty history or a message without items (RFC-0003 §3.3), except on a
     protocol without the base preflight (a gateway's client sends what it is given).
 
@@ -260,7 +262,7 @@ def _check_sendable(client: str, protocol: WireProtocol, messages: Sequence[UniM
 def _build(
     client: str,
     profile: Any,
-    protocol: WireProtocol,
+    protocol: WireProtocol[Any],
     model: str,
     messages: Sequence[UniMessage],
     config: UniConfig,

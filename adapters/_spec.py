@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, Generic, Protocol, TypeVar, final
 
 import attrs
 
@@ -41,6 +41,7 @@ __all__ = [
     "NewFinalizer",
     "NewMachine",
     "Normalize",
+    "ProfileT",
     "Render",
     "ServiceAccountKeys",
     "SimulatorDialect",
@@ -159,7 +160,14 @@ class ClientSpec:
 # --------------------------------------------------------------------------------------------
 
 
-class NewMachine(Protocol):
+#: A protocol's profile type: the frozen attrs class of its ``profiles`` module, or ``None``
+#: for a protocol that has no per-client data (the embedding protocols).
+ProfileT = TypeVar("ProfileT")
+#: The same, where a function only takes a profile.
+_ProfileIn = TypeVar("_ProfileIn", contravariant=True)
+
+
+class NewMachine(Protocol[_ProfileIn]):
     """Build a fresh machine for one response.
 
     ``client`` names the source in errors; ``profile`` is the client row's profile (per-client
@@ -168,27 +176,29 @@ class NewMachine(Protocol):
     """
 
     def __call__(
-        self, client: str, profile: Any, *, strict: bool, base_url: str | None
+        self, client: str, profile: _ProfileIn, *, strict: bool, base_url: str | None
     ) -> Machine: ...
 
 
-class BuildRequest(Protocol):
+class BuildRequest(Protocol[_ProfileIn]):
     """Build the HTTP request of ``client`` (a client type of this protocol, with its profile)."""
 
     def __call__(
         self,
         client: str,
-        profile: Any,
+        profile: _ProfileIn,
         model: str,
         messages: Sequence[UniMessage],
         config: UniConfig,
     ) -> HTTPRequest: ...
 
 
-class CheckConfig(Protocol):
+class CheckConfig(Protocol[_ProfileIn]):
     """Raise what ``BuildRequest`` would raise for the config alone (08 D37)."""
 
-    def __call__(self, client: str, profile: Any, model: str, config: UniConfig) -> None: ...
+    def __call__(
+        self, client: str, profile: _ProfileIn, model: str, config: UniConfig
+    ) -> None: ...
 
 
 class Render(Protocol):
@@ -327,14 +337,19 @@ class Traits:
 
 @final
 @attrs.frozen
-class WireProtocol:
-    """Everything about one wire protocol (08 D63): see the module docstring."""
+class WireProtocol(Generic[ProfileT]):
+    """Everything about one wire protocol (08 D63): see the module docstring.
+
+    Generic in the protocol's profile type, so its machine, builder and check are checked
+    against the profile they read; the registry and everything that handles any protocol hold
+    ``WireProtocol[Any]``.
+    """
 
     #: The protocol name used as a ``decode`` source: ``"ant-messages"``, ``"openai-chat"``, ...
     name: str
-    new_machine: NewMachine
-    build_request: BuildRequest
-    check_config: CheckConfig
+    new_machine: NewMachine[ProfileT]
+    build_request: BuildRequest[ProfileT]
+    check_config: CheckConfig[ProfileT]
     render: Render
     traits: Traits
     normalize: Normalize = _identity

@@ -125,7 +125,7 @@ class TableMachine:
                 rows.setdefault(state, {})[name] = row
             cls._ROWS = rows
 
-    def __init__(self, client: str, profile: Any, *, strict: bool) -> None:
+    def __init__(self, client: str, profile: object, *, strict: bool) -> None:
         self.client = client
         self.profile = profile
         self.strict = strict

@@ -334,7 +334,7 @@ class AnthropicMessagesMachine(TableMachine):
     def __init__(
         self,
         client: str,
-        profile: Any,
+        profile: object,
         *,
         strict: bool,
         base_url: str | None,

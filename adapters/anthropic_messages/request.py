@@ -80,7 +80,7 @@ _CACHE_CONTROL: Final[Mapping[PromptCaching, Mapping[str, str] | None]] = {
 }
 
 
-def _profile(client: str, profile: Any) -> AnthropicProfile:
+def _profile(client: str, profile: object) -> AnthropicProfile:
     """Return ``profile``, which must be an Anthropic Messages client's.
 
     Raises:
@@ -242,7 +242,9 @@ def _convert_config(
     return _ConfigPart(fields, (FAST_MODE_BETA,) if config.fast_mode else ())
 
 
-def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+def check_config(
+    client: str, profile: AnthropicProfile, model: str, config: UniConfig
+) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
@@ -364,7 +366,7 @@ _CONVERTERS_REPLAYING_UNSIGNED: Final[Converters[_Block]] = {
 
 def build_request(
     client: str,
-    profile: Any,
+    profile: AnthropicProfile,
     model: str,
     messages: Sequence[UniMessage],
     config: UniConfig,

@@ -48,7 +48,7 @@ def path(model: str) -> str:
     return f"/{API_VERSION}/models/{urllib.parse.quote(model, safe='')}:batchEmbedContents"
 
 
-def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: None, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone: nothing, since config
     conversion never runs for an embedding model (05 §2.3, §4.4)."""
 
@@ -87,7 +87,7 @@ _CONVERTERS: Final[Converters[JSON]] = {
 
 
 def build_request(
-    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str, profile: None, model: str, messages: Sequence[UniMessage], config: UniConfig
 ) -> HTTPRequest:
     """Build the one ``batchEmbedContents`` request of every message (04 §4, 08 D64); headers
     carry no key.

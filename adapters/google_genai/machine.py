@@ -249,7 +249,9 @@ class GenAIMachine(TableMachine):
         (_State.STREAMING, "message"): (_on_chunk, _State.STREAMING),
     }
 
-    def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
+    def __init__(
+        self, client: str, profile: object, *, strict: bool, base_url: str | None
+    ) -> None:
         super().__init__(client, profile, strict=strict)
         self._usage: UsageMetadata | None = None
         #: A function call was seen: ``STOP`` means ``tool_call`` (06 §4).

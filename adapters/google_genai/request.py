@@ -409,7 +409,7 @@ def _speech_contents(
 # --------------------------------------------------------------------------------------------
 
 
-def _genai_profile(client: str, profile: Any, model: str) -> GenAIProfile:
+def _genai_profile(client: str, profile: object, model: str) -> GenAIProfile:
     """The client row's profile.
 
     Raises:
@@ -420,7 +420,7 @@ def _genai_profile(client: str, profile: Any, model: str) -> GenAIProfile:
     return profile
 
 
-def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: GenAIProfile, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
@@ -433,7 +433,11 @@ def check_config(client: str, profile: Any, model: str, config: UniConfig) -> No
 
 
 def build_request(
-    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str,
+    profile: GenAIProfile,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
 ) -> HTTPRequest:
     """Build the ``streamGenerateContent`` request (04 §4); headers carry no key.
 

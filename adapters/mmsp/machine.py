@@ -107,7 +107,9 @@ class MMSPMachine(TableMachine):
     TERMINAL = frozenset({_State.DONE})
     INITIAL = _State.STREAMING
 
-    def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
+    def __init__(
+        self, client: str, profile: object, *, strict: bool, base_url: str | None
+    ) -> None:
         super().__init__(client, profile, strict=strict)
 
     def classify(self, sse: SSEEvent) -> tuple[str, Any]:

@@ -289,7 +289,9 @@ class ChatMachine(TableMachine):
         (_State.STREAMING, "error"): (_on_error_frame, _State.STREAMING),
     }
 
-    def __init__(self, client: str, profile: Any, *, strict: bool, base_url: str | None) -> None:
+    def __init__(
+        self, client: str, profile: object, *, strict: bool, base_url: str | None
+    ) -> None:
         super().__init__(client, profile, strict=strict)
         self._usage: UsageMetadata | None = None
         # The open tool call (the last begun, when ``_calls`` is not 0): its wire index and

@@ -333,7 +333,7 @@ def _encrypted_details(item: ThinkingDone) -> list[Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def _chat_profile(client: str, profile: Any, model: str) -> ChatProfile:
+def _chat_profile(client: str, profile: object, model: str) -> ChatProfile:
     """The client row's profile.
 
     Raises:
@@ -344,7 +344,7 @@ def _chat_profile(client: str, profile: Any, model: str) -> ChatProfile:
     return profile
 
 
-def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: ChatProfile, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (08 D37).
 
     Raises:
@@ -355,7 +355,11 @@ def check_config(client: str, profile: Any, model: str, config: UniConfig) -> No
 
 
 def build_request(
-    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str,
+    profile: ChatProfile,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
 ) -> HTTPRequest:
     """Build the ``POST /chat/completions`` request (spec 04 §4); headers carry no key.
 

@@ -27,7 +27,7 @@ HEADERS: Final = (("content-type", "application/json"), ("accept", "application/
 PROTOCOL_LABEL: Final = "OpenAI embeddings"
 
 
-def check_config(client: str, profile: Any, model: str, config: UniConfig) -> None:
+def check_config(client: str, profile: None, model: str, config: UniConfig) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone (05 §4.5, 08 D37).
 
     Raises:
@@ -78,7 +78,7 @@ def inputs(client: str, messages: Sequence[UniMessage]) -> list[str]:
 
 
 def build_request(
-    client: str, profile: Any, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str, profile: None, model: str, messages: Sequence[UniMessage], config: UniConfig
 ) -> HTTPRequest:
     """Build the ``POST /embeddings`` request (spec 04 §4); headers carry no key.
 
