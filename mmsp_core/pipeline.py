@@ -38,7 +38,16 @@ from .kinds import Fragment
 from .model import UniEvent
 from .sse import SSEDecoder, SSEEvent
 
-__all__ = ["END", "NEED_DATA", "Decoder", "Finalizer", "Machine", "PipelineState", "StreamPipeline"]
+__all__ = [
+    "END",
+    "NEED_DATA",
+    "Decoder",
+    "Finalizer",
+    "Machine",
+    "PipelineState",
+    "Sentinel",
+    "StreamPipeline",
+]
 
 
 class Machine(Protocol):
@@ -83,7 +92,9 @@ class Decoder(Protocol):
     def close(self) -> list[SSEEvent]: ...
 
 
-class _Sentinel(enum.Enum):
+class Sentinel(enum.Enum):
+    """The type of ``NEED_DATA`` and ``END``, the non-event answers of ``next_event``."""
+
     NEED_DATA = "NEED_DATA"
     END = "END"
 
@@ -92,9 +103,9 @@ class _Sentinel(enum.Enum):
 
 
 #: ``next_event`` needs more bytes (``receive_data``) or the end of input (``receive_eof``).
-NEED_DATA: Final = _Sentinel.NEED_DATA
+NEED_DATA: Final = Sentinel.NEED_DATA
 #: The stream is over: the ``stop`` event has been handed out.
-END: Final = _Sentinel.END
+END: Final = Sentinel.END
 
 
 class PipelineState(enum.Enum):
@@ -203,7 +214,7 @@ class StreamPipeline:
             raise RuntimeError(f"receive_eof in state {self._state.name}")
         self._state = PipelineState.EOF
 
-    def next_event(self) -> UniEvent | _Sentinel:
+    def next_event(self) -> UniEvent | Sentinel:
         """Return the next public event, ``NEED_DATA`` or ``END``.
 
         Raises:
