@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from . import _protocols  # noqa: F401  (installs the built-in protocols)
 from ._errors import provider_http_error, read_error_body
+from ._plan import CallPlan, prepare
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
-from ._requests import (
-    build_read_request,
-    build_request,
-    check_config,
-    check_read_config,
-    coerce_config,
-    coerce_messages,
-)
+from ._requests import build_request, check_config, coerce_config, coerce_messages
 from ._resolve import resolve
 from ._spec import ClientSpec, ModelClass, SimulatorDialect, Traits, WireProtocol
 from ._streams import decode, new_pipeline, render
@@ -42,6 +36,7 @@ from .clients import (
 __all__ = [
     "CLIENTS",
     "PROTOCOLS",
+    "CallPlan",
     "ClientSpec",
     "ModelClass",
     "ModelPricing",
@@ -51,11 +46,9 @@ __all__ = [
     "Traits",
     "WireProtocol",
     "auth_headers",
-    "build_read_request",
     "build_request",
     "check_config",
     "check_endpoint",
-    "check_read_config",
     "client_spec",
     "coerce_config",
     "coerce_messages",
@@ -68,6 +61,7 @@ __all__ = [
     "needs_image_bytes",
     "new_pipeline",
     "parse_model_page",
+    "prepare",
     "protocol_traits",
     "provider_http_error",
     "read_error_body",

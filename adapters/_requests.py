@@ -1,9 +1,8 @@
 """Reading, checking and building a request (spec 02 §8, 04 §4, 05; 08 D37, D57, D58), pure.
 
-``coerce_messages`` and ``coerce_config`` read what a caller gives; ``check_config`` and
-``check_read_config`` raise what building would raise for the config alone; ``build_request``
-and ``build_read_request`` build the exact HTTP request with the protocol's builder, merging
-``extra_body`` last.
+``coerce_messages`` and ``coerce_config`` read what a caller gives; ``check_config`` raises
+what building would raise for the config alone and ``build_request`` builds the exact HTTP
+request: both are thin shims over ``prepare`` (``adapters._plan``, 08 D79).
 """
 
 from __future__ import annotations
@@ -11,28 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
-from mmsp_core.errors import (
-    InvalidMessageError,
-    RoutingError,
-    UnsupportedParameterError,
-    WireFormatError,
-)
+from mmsp_core.errors import RoutingError
 from mmsp_core.model import UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest
-from mmsp_core.wire import config_from_wire
 
 from . import _preflight
+from ._plan import read_call
 from ._registry import CLIENTS, PROTOCOLS, canonical_client_type, protocol_traits
-from ._resolve import resolve_named
-from ._spec import WireProtocol
 
 __all__ = [
-    "build_read_request",
     "build_request",
     "check_config",
-    "check_read_config",
     "coerce_config",
     "coerce_messages",
 ]
@@ -95,7 +83,8 @@ def check_config(
     *,
     strict: bool = False,
 ) -> None:
-    """Raise what ``build_request`` would raise for the config alone (08 D37).
+    """Raise what ``build_request`` would raise for the config alone (08 D37): ``prepare``
+    with no messages (08 D79).
 
     Each config key that is not a UniConfig field gets a ``UserWarning`` naming its close
     matches, or in ``strict`` mode an error (08 D57); a gateway's client (mmsp) forwards such
@@ -111,69 +100,7 @@ def check_config(
             type.
         UnsupportedOperationError: an unbuilt client type.
     """
-    model = _preflight.check_model_id(model, client_type, routing=False)
-    client, profile, protocol = resolve_named(client_type, model)
-    values = coerce_config(client, config)
-    _check_read_config(client, profile, protocol, model, values, strict)
-
-
-def check_read_config(
-    client_type: str, model: str, config: UniConfig, *, strict: bool = False
-) -> None:
-    """``check_config`` for a config read already by ``coerce_config`` for this client type:
-    what a client that reads its values once per call uses before ``build_read_request``
-    (08 D58 asks for the checks once, before any request). A config that did not come from
-    ``coerce_config`` may be judged on values that were never checked.
-
-    Raises:
-        MMSPError: what ``check_config`` raises for a config that reads.
-    """
-    model = _preflight.check_model_id(model, client_type, routing=False)
-    client, profile, protocol = resolve_named(client_type, model)
-    _check_read_config(client, profile, protocol, model, config, strict)
-
-
-def _check_read_config(
-    client: str, profile: Any, protocol: WireProtocol[Any], model: str, config: UniConfig,
-    strict: bool,
-) -> None:
-    """The checks of ``check_config`` and ``check_read_config``; a warning points at their
-    caller."""
-    if protocol.traits.base_preflight:
-        _preflight.warn_unknown_keys(client, config, strict=strict, stacklevel=4)
-    protocol.check_config(client, profile, model, config)
-    _check_extra_body(client, profile, protocol, model, config)
-
-
-def _check_extra_body(
-    client: str, profile: Any, protocol: WireProtocol[Any], model: str, config: UniConfig
-) -> None:
-    """Refuse an ``extra_body`` key whose UniConfig counterpart this model refuses (08 D57).
-
-    The counterpart of a top-level key is the UniConfig field of the same name
-    (``temperature``, ``tool_choice``, ``max_tokens``, ...): when its value reads as that
-    field and the protocol refuses the field with that value, ``extra_body`` may not send it
-    around the refusal.
-
-    Raises:
-        UnsupportedParameterError: ``parameter="extra_body"``, chained from the refusal.
-    """
-    for key, value in (config.extra_body or {}).items():
-        if key not in _preflight.CONFIG_FIELDS or key == "extra_body":
-            continue
-        try:
-            counterpart = getattr(config_from_wire({key: value}), key)
-        except WireFormatError:
-            continue  # not the field's form: a wire shape of the protocol's own
-        try:
-            asked = attrs.evolve(config, **{key: counterpart})
-            protocol.check_config(client, profile, model, asked)
-        except UnsupportedParameterError as exc:
-            if exc.parameter != key:
-                raise
-            raise UnsupportedParameterError(
-                client, "extra_body", detail=f"extra_body.{key}: {exc}"
-            ) from exc
+    read_call(client_type, model, [], config, base_url=None, strict=strict, stacklevel=4)
 
 
 def build_request(
@@ -184,7 +111,8 @@ def build_request(
     *,
     strict: bool = False,
 ) -> HTTPRequest:
-    """Build the exact HTTP request ``client_type`` sends for this call (spec 04 §4, 05).
+    """Build the exact HTTP request ``client_type`` sends for this call (spec 04 §4, 05):
+    ``prepare(...).request({})`` (08 D79), remote images sent as given.
 
     The path is relative to the base URL; the headers carry no credentials
     (``auth_headers``). Messages and config may be values or wire dicts; both are read and
@@ -205,72 +133,6 @@ def build_request(
         RoutingError: a model id that is not a string (08 D69), an unknown client
             type.
     """
-    model = _preflight.check_model_id(model, client_type, routing=False)
-    client, profile, protocol = resolve_named(client_type, model)
-    values = coerce_messages(client, messages)
-    _check_sendable(client, protocol, values)
-    settings = coerce_config(client, config)
-    if protocol.traits.base_preflight:
-        _preflight.warn_unknown_keys(client, settings, strict=strict)
-    _check_extra_body(client, profile, protocol, model, settings)
-    return _build(client, profile, protocol, model, values, settings)
-
-
-def build_read_request(
-    client_type: str,
-    model: str,
-    messages: Sequence[UniMessage],
-    config: UniConfig,
-) -> HTTPRequest:
-    """``build_request`` for values read and checked already, by ``coerce_messages``,
-    ``coerce_config`` and ``check_read_config`` for the same client type and model: nothing
-    is read, checked or warned about a second time (08 D58 asks for the checks once, before
-    any request; ``strict`` took effect in ``check_read_config``). Values that did not come
-    from those functions may be sent unchecked.
-
-    Raises:
-        InvalidMessageError: no messages, or a message with nothing sendable.
-        UnsupportedParameterError, UnsupportedContentError: as ``build_request``.
-        RoutingError, UnsupportedOperationError: as ``build_request``.
-    """
-    model = _preflight.check_model_id(model, client_type, routing=False)
-    client, profile, protocol = resolve_named(client_type, model)
-    _check_sendable(client, protocol, messages)
-    return _build(client, profile, protocol, model, messages, config)
-
-
-def _check_sendable(
-    client: str, protocol: WireProtocol[Any], messages: Sequence[UniMessage]
-) -> None:
-    """Refuse an empty history or a message without items (RFC-0003 §3.3), except on a
-    protocol without the base preflight (a gateway's client sends what it is given).
-
-    Raises:
-        InvalidMessageError: with ``message_index`` for a message without items.
-    """
-    if not protocol.traits.base_preflight:
-        return
-    if not messages:
-        raise InvalidMessageError(
-            client, None, None, detail="messages is empty: give at least one message"
-        )
-    for index, message in enumerate(messages):
-        if not message.content_items:
-            raise InvalidMessageError(client, None, index, detail="no content items")
-
-
-def _build(
-    client: str,
-    profile: Any,
-    protocol: WireProtocol[Any],
-    model: str,
-    messages: Sequence[UniMessage],
-    config: UniConfig,
-) -> HTTPRequest:
-    """The protocol's request for read values, with ``extra_body`` merged in last (08 D57)."""
-    request = protocol.build_request(client, profile, model, list(messages), config)
-    if not config.extra_body or not protocol.traits.base_preflight:
-        # A gateway forwards extra_body inside the config, for its own client (08 D57).
-        return request
-    body = _preflight.merge_extra_body(client, request.body, config.extra_body)
-    return attrs.evolve(request, body=body)
+    return read_call(
+        client_type, model, messages, config, base_url=None, strict=strict, stacklevel=4
+    ).request({})

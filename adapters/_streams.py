@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from mmsp_core.errors import WireFormatError
 from mmsp_core.model import DoneItem, FinishReason, UniEvent, UsageMetadata
 from mmsp_core.pipeline import END, NEED_DATA, StreamPipeline
 
 from ._resolve import resolve_named
+from ._spec import WireProtocol
 
 __all__ = ["decode", "new_pipeline", "render"]
 
@@ -34,6 +36,19 @@ def new_pipeline(
         RoutingError, UnsupportedOperationError: as ``resolve``.
     """
     client, profile, protocol = resolve_named(source, model)
+    return pipeline_for(client, profile, protocol, strict=strict, clock=clock, base_url=base_url)
+
+
+def pipeline_for(
+    client: str,
+    profile: Any,
+    protocol: WireProtocol[Any],
+    *,
+    strict: bool,
+    clock: Callable[[], int] | None,
+    base_url: str | None,
+) -> StreamPipeline:
+    """``new_pipeline`` for a source resolved already (``resolve_named``)."""
     machine = protocol.new_machine(client, profile, strict=strict, base_url=base_url)
     return StreamPipeline(
         machine,

@@ -7,12 +7,13 @@ What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47):
    ``created_at`` is stamped from the real clock where missing, and a message without items is
    refused with ``InvalidMessageError(message_index=i)``.
 2. An already aborted signal raises ``AbortedError`` without any request.
-3. The config is read (``adapters.coerce_config``), the ``trace_id`` checked for containment
-   (08 D24) and the config checked (``adapters.check_read_config``); then remote images are
-   fetched for the client types whose builder needs their bytes (08 D37); then
-   ``adapters.build_read_request`` builds the request from the values read in steps 1 and 3,
-   reading nothing twice, and the credentials and ``default_headers`` are added to it.
-4. The request is streamed through ``open_stream`` with a fresh pipeline. Connection
+3. ``adapters.prepare`` resolves the client once and reads and checks the config (and the
+   messages of step 1) into a ``CallPlan`` (08 D79); the ``trace_id`` is checked for
+   containment (08 D24); the plan's ``image_urls`` are fetched, for the client types whose
+   builder needs their bytes (08 D37); ``plan.request(images)`` builds the request and the
+   credentials and ``default_headers`` are added to it.
+4. The request is streamed through ``open_stream`` with a fresh pipeline
+   (``plan.new_pipeline``). Connection
    failures, 429, 5xx and in-stream overload errors before the first event are
    retried up to ``max_retries`` times with jittered exponential backoff honouring
    ``Retry-After`` (08 D21); once an event has been yielded nothing is retried. ``total``
@@ -64,7 +65,6 @@ from adapters.clients import (
     join_url,
     list_models_headers,
     list_models_path,
-    needs_image_bytes,
     parse_model_page,
     same_family,
 )
@@ -86,7 +86,7 @@ from mmsp_core.errors import (
     redact_error,
 )
 from mmsp_core.messages import concat_uni_events_to_uni_message
-from mmsp_core.model import ImageUrlDone, ToolResultDone, UniConfig, UniEvent, UniMessage
+from mmsp_core.model import UniConfig, UniEvent, UniMessage
 from mmsp_core.request import HTTPRequest
 
 from . import tracer
@@ -307,10 +307,9 @@ def _size(count: int) -> str:
 class _Call:
     """One call, ready to send: what preflight decided (spec 02 §8)."""
 
+    plan: adapters.CallPlan
     request: HTTPRequest
     url: str
-    config: UniConfig
-    trace_id: str | None
     timeouts: Timeouts
 
 
@@ -563,12 +562,12 @@ class AutoLLMClient:
         started = anyio.current_time()
         try:
             call = await self._request(messages, config, signal, timeouts, started)
-            assembles = bool(call.trace_id) or on_stop is not None
+            trace_id = call.plan.trace_id
+            assembles = bool(trace_id) or on_stop is not None
             for attempt in range(self._max_retries + 1):
                 yielded = False
                 done_events: list[UniEvent] = []
-                pipeline = adapters.new_pipeline(client, strict=self._strict, clock=_now_ms,
-                                                 base_url=self._base_url, model=self._model)
+                pipeline = call.plan.new_pipeline(_now_ms)
                 try:
                     async with AsyncExitStack() as stack:
                         with abortable(signal, client):
@@ -588,9 +587,9 @@ class AutoLLMClient:
                                 pass
                             elif event.event_type == "stop":
                                 assistant = concat_uni_events_to_uni_message([*done_events, event])
-                                if call.trace_id:
+                                if trace_id:
                                     with abortable(signal, client):
-                                        await self._write_trace(call.trace_id, call.config,
+                                        await self._write_trace(trace_id, call.plan.config,
                                                                 [*messages, assistant])
                                 if on_stop is not None:
                                     on_stop(assistant)
@@ -643,19 +642,15 @@ class AutoLLMClient:
         client = self._client_type
         if signal is not None and signal.aborted:
             raise AbortedError(client, signal.reason)
-        values = adapters.coerce_config(client, config)
-        trace_id = values.trace_id if self._traits.base_preflight else None
-        if trace_id:
-            tracer.trace_files(self._trace_root, trace_id, client)
-        adapters.check_read_config(client, self._model, values, strict=self._strict)
+        plan = adapters.prepare(client, self._model, messages, config,
+                                base_url=self._base_url, strict=self._strict)
+        if plan.trace_id:
+            tracer.trace_files(self._trace_root, plan.trace_id, client)
         call_timeouts = timeouts if timeouts is not None else self._timeouts
-        sendable = messages
-        if needs_image_bytes(client, self._model):
-            sendable = await self._inline_images(messages, signal, call_timeouts, started)
-        request = adapters.build_read_request(client, self._model, sendable, values)
+        images = await self._fetch_images(plan.image_urls, signal, call_timeouts, started)
+        request = plan.request(images)
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
-        return _Call(request, join_url(self._base_url, request.path), values, trace_id,
-                     call_timeouts)
+        return _Call(plan, request, join_url(self._base_url, request.path), call_timeouts)
 
     def _with_credentials(
         self, headers: Sequence[tuple[str, str]]
@@ -681,17 +676,18 @@ class AutoLLMClient:
 
     # -- remote images (08 D37) ----------------------------------------------------------------
 
-    async def _inline_images(
+    async def _fetch_images(
         self,
-        messages: list[UniMessage],
+        urls: Mapping[str, int],
         signal: AbortSignal | None,
         timeouts: Timeouts,
         started: float,
-    ) -> list[UniMessage]:
-        """Return copies of ``messages`` with every http(s) image as a ``data:`` URI, fetched
-        as the client's ``RemoteImages`` allows: each URL once, an image within
-        ``max_image_bytes`` and all of them within ``max_total_bytes``; a host that must be
-        checked through ``checked_client`` (``mmsp_io.remote_images``).
+    ) -> dict[str, str]:
+        """Fetch each http(s) image of ``urls`` (``CallPlan.image_urls``: a URL with the index
+        of the first message carrying it) as a ``data:`` URI, by URL, as the client's
+        ``RemoteImages`` allows: an image within ``max_image_bytes`` and all of them within
+        ``max_total_bytes``; a host that must be checked through ``checked_client``
+        (``mmsp_io.remote_images``).
 
         Raises:
             InvalidMessageError: remote images are not fetched (``enabled`` is off), or one
@@ -700,38 +696,20 @@ class AutoLLMClient:
         """
         policy = self._remote_images
         fetched: dict[str, str] = {}
+        if not urls:
+            return fetched
+        if not policy.enabled:
+            raise InvalidMessageError(self._client_type, "image_url", next(iter(urls.values())),
+                                      detail=_IMAGES_OFF)
         left = policy.max_total_bytes
         async with AsyncExitStack() as stack:
-            http: httpx.AsyncClient | None = None
-
-            async def inline(url: str, index: int) -> str:
-                nonlocal http, left
-                if not url.lower().startswith(("http://", "https://")) or url in fetched:
-                    return fetched.get(url, url)
-                if not policy.enabled:
-                    raise InvalidMessageError(self._client_type, "image_url", index,
-                                              detail=_IMAGES_OFF)
-                if http is None:
-                    http = self._http if policy.allow_private else (
-                        await stack.enter_async_context(checked_client(policy)))
+            http = self._http if policy.allow_private else (
+                await stack.enter_async_context(checked_client(policy)))
+            for url, index in urls.items():
                 fetched[url], size = await self._fetch_image(http, url, index, signal,
                                                              timeouts, started, left)
                 left -= size
-                return fetched[url]
-
-            out = []
-            for index, message in enumerate(messages):
-                items = []
-                for item in message.content_items:
-                    if isinstance(item, ImageUrlDone):
-                        item = ImageUrlDone(await inline(item.image_url, index))
-                    elif isinstance(item, ToolResultDone) and item.images:
-                        item = attrs.evolve(
-                            item, images=tuple([await inline(url, index) for url in item.images])
-                        )
-                    items.append(item)
-                out.append(attrs.evolve(message, content_items=tuple(items)))
-        return out
+        return fetched
 
     async def _fetch_image(
         self,

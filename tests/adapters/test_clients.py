@@ -550,10 +550,7 @@ REDIRECTED = _redirected_ids()
 ENTRIES = {
     "build_request": lambda c, m: adapters.build_request(c, m, [UniMessage.user("Hi")], {}),
     "check_config": lambda c, m: adapters.check_config(c, m, {}),
-    "build_read_request": lambda c, m: adapters.build_read_request(
-        c, m, [UniMessage.user("Hi")], adapters.coerce_config(c, {})),
-    "check_read_config": lambda c, m: adapters.check_read_config(
-        c, m, adapters.coerce_config(c, {})),
+    "prepare": lambda c, m: adapters.prepare(c, m, [UniMessage.user("Hi")], {}).request({}),
 }
 
 

@@ -58,12 +58,9 @@ def body(client: str, config: Any = None, messages: Any = None) -> Any:
 
 
 def read_then_build(client: str, messages: Any, config: Any, *, strict: bool = False) -> Any:
-    """What a client reading its values once does: read, check the config, build from both."""
-    model = MODELS[client]
-    values = adapters.coerce_messages(client, messages)
-    settings = adapters.coerce_config(client, config)
-    adapters.check_read_config(client, model, settings, strict=strict)
-    return adapters.build_read_request(client, model, values, settings)
+    """What a client reading its values once does: ``prepare`` (read and check both), then
+    build the plan's request."""
+    return adapters.prepare(client, MODELS[client], messages, config, strict=strict).request({})
 
 
 def checked(how: str, client: str, config: Any, **kw: Any) -> None:
