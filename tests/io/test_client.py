@@ -653,3 +653,20 @@ async def test_async_with_closes_the_clients_own_http_client() -> None:
         assert isinstance(client, AutoLLMClient)
         http = client._http
     assert http.is_closed
+
+
+async def test_one_stream_resolves_its_client_type_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client makes one pure call per request, ``adapters.prepare`` (08 D79): neither
+    building the request nor making the pipeline resolves the client type again."""
+    resolved: list[str] = []
+    real = adapters._resolve.resolve
+
+    def counted(source: str, model: str | None = None) -> Any:
+        resolved.append(source)
+        return real(source, model)
+
+    client = make(Provider(ok()))
+    monkeypatch.setattr(adapters._resolve, "resolve", counted)
+    events = await collect(client.streaming_response([USER], {"temperature": 0.5}))
+    assert events[-1].event_type == "stop"
+    assert resolved == ["openai-responses"]
