@@ -20,7 +20,7 @@ __all__ = ["resolve", "resolve_named"]
 
 def resolve(
     source: str, model: str | None = None
-) -> tuple[ClientSpec, WireProtocol[Any], Any]:
+) -> tuple[ClientSpec, WireProtocol[Any], object]:
     """Return the client row, the protocol record and the profile of a client type or protocol
     name.
 
@@ -69,7 +69,9 @@ def _unknown_source(source: object) -> str:
     )
 
 
-def resolve_named(source: str, model: str | None = None) -> tuple[str, Any, WireProtocol[Any]]:
+def resolve_named(
+    source: str, model: str | None = None
+) -> tuple[str, object, WireProtocol[Any]]:
     """The name errors use (the protocol name when decoding by protocol), the profile and the
     record of ``source`` for ``model``.
 

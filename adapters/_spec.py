@@ -99,7 +99,9 @@ class ModelClass:
 
     token: str
     protocol: str
-    profile: Any = None
+    #: The protocol's profile (its ``WireProtocol``'s profile type), read only by that
+    #: protocol's functions.
+    profile: object = None
 
 
 @final
@@ -133,9 +135,10 @@ class ClientSpec:
     listing: ListingForm = ListingForm.DATA_IDS
     #: Non-credential headers of the ``list_models`` request (the Anthropic version, 08 D12).
     list_models_headers: tuple[tuple[str, str], ...] = ()
-    #: The protocol's typed per-client data, read by its machine and builder (08 D63); ``None``
-    #: for a client whose protocol is not built yet.
-    profile: Any = None
+    #: The protocol's typed per-client data, read by its machine and builder (08 D63): an
+    #: instance of its ``WireProtocol``'s profile type, which only that protocol's functions
+    #: read; ``None`` for a protocol without one or a client whose protocol is not built yet.
+    profile: object = None
     #: Model ids (lower-cased) starting with one of these prefixes are sent to another client
     #: type: ``(prefix, client type)`` (04 §2: openai-official's embedding ids).
     redirects: tuple[tuple[str, str], ...] = ()
@@ -145,7 +148,7 @@ class ClientSpec:
     #: other id uses ``protocol`` and ``profile``.
     model_classes: tuple[ModelClass, ...] = ()
 
-    def speaks(self, model: str | None) -> tuple[str, Any]:
+    def speaks(self, model: str | None) -> tuple[str, object]:
         """The protocol and profile this client uses for ``model`` (its own for ``None``)."""
         if model is not None and self.model_classes:
             key = model.lower()
