@@ -117,7 +117,7 @@ def prepare(
             counterpart this model refuses (``parameter="extra_body"``).
     """
     return read_call(client_type, model, messages, config, base_url=base_url, strict=strict,
-                     stacklevel=4)
+                     stacklevel=4, sendable_first=False)
 
 
 def read_call(
@@ -129,13 +129,18 @@ def read_call(
     base_url: str | None,
     strict: bool,
     stacklevel: int,
+    sendable_first: bool,
 ) -> CallPlan:
     """``prepare``, with a warning about an unknown key pointed ``stacklevel`` frames up from
-    the warning's own function (the caller of ``prepare`` or of its shims)."""
+    the warning's own function (the caller of ``prepare`` or of its shims); with
+    ``sendable_first``, an empty history is refused before the config is read, as
+    ``build_request`` always has (docs/decisions.md)."""
     model = _preflight.check_model_id(model, client_type, routing=False)
     client, profile, protocol = resolve_named(client_type, model)
     checks = protocol.traits.base_preflight
     values = _preflight.read_messages(client, messages, check_values=checks)
+    if sendable_first:
+        _check_sendable(client, protocol, values)
     settings = _preflight.read_config(client, config, check_values=checks)
     if checks:
         _preflight.warn_unknown_keys(client, settings, strict=strict, stacklevel=stacklevel)

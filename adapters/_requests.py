@@ -100,7 +100,8 @@ def check_config(
             type.
         UnsupportedOperationError: an unbuilt client type.
     """
-    read_call(client_type, model, [], config, base_url=None, strict=strict, stacklevel=4)
+    read_call(client_type, model, [], config, base_url=None, strict=strict, stacklevel=4,
+              sendable_first=False)
 
 
 def build_request(
@@ -133,6 +134,5 @@ def build_request(
         RoutingError: a model id that is not a string (08 D69), an unknown client
             type.
     """
-    return read_call(
-        client_type, model, messages, config, base_url=None, strict=strict, stacklevel=4
-    ).request({})
+    return read_call(client_type, model, messages, config, base_url=None, strict=strict,
+                     stacklevel=4, sendable_first=True).request({})

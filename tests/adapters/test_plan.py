@@ -79,6 +79,9 @@ def test_an_empty_history_is_refused_after_every_config_error() -> None:
     plan = adapters.prepare("openai-responses", "gpt-4o", [], None)
     with pytest.raises(InvalidMessageError, match="messages is empty"):
         plan.request({})
+    # build_request keeps its own order: the empty history first (docs/decisions.md).
+    with pytest.raises(InvalidMessageError, match="messages is empty"):
+        adapters.build_request("openai-responses", "gpt-4o", [], {"temperature": "hot"})
 
 
 @pytest.mark.one_json_mode
