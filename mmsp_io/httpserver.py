@@ -65,6 +65,7 @@ what is left and closes every socket.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import sys
 import traceback
@@ -89,6 +90,8 @@ __all__ = [
     "Request",
     "Response",
     "first_header",
+    "is_loopback_host",
+    "names_loopback_host",
     "plain_refusal",
     "serve",
 ]
@@ -195,6 +198,25 @@ Refusal = Callable[[int, str], tuple[str, bytes]]
 #: Asked about each request head before its body is read (module docstring, step 1): an
 #: ``Answer`` refuses the request, ``None`` lets it in.
 Admit = Callable[[Request], Awaitable[Answer | None]]
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback host."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def names_loopback_host(value: str | None) -> bool:
+    """Whether a ``Host`` header (``host``, ``host:port``, ``[v6]:port``) names a loopback host."""
+    if value is None:
+        return False
+    bracketed = value.startswith("[")
+    host = value[1:].partition("]")[0] if bracketed else value.partition(":")[0]
+    return is_loopback_host(host)
 
 
 def plain_refusal(status: int, reason: str) -> tuple[str, bytes]:

@@ -82,8 +82,7 @@ from .._transport import fast_http_client
 from ..abort import AbortSignal
 from ..client import AutoLLMClient
 from ..driver import Timeouts
-from ..httpserver import Request
-from ..traces import _is_loopback, _names_loopback
+from ..httpserver import Request, is_loopback_host, names_loopback_host
 from .config import ConfigError, ModelRow, ServerConfig, resolve_config
 from .metrics import Metrics, Tally
 
@@ -339,9 +338,9 @@ class Gateway:
         a server with ``api_keys``, one listening at a non-loopback ``local_host``, or a
         ``Host`` header that names a loopback host (``None``: the address is not known, the
         rule applies)."""
-        if not self.config.open or (local_host is not None and not _is_loopback(local_host)):
+        if not self.config.open or (local_host is not None and not is_loopback_host(local_host)):
             return True
-        return _names_loopback(request.header("host"))
+        return names_loopback_host(request.header("host"))
 
     def decide(self, request: Request, *, local_host: str | None = None) -> Answer | StreamCall:
         """Route ``request`` and apply the ``Host`` rule of an open server (``host_allowed``),

@@ -56,7 +56,6 @@ site cannot read the traces through a rebound DNS name.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import stat
@@ -150,10 +149,10 @@ class TracePage:
         Raises:
             OSError: the port cannot be bound.
         """
-        loopback = _is_loopback(host)
+        loopback = httpserver.is_loopback_host(host)
 
         async def handle(request: httpserver.Request, response: httpserver.Response) -> None:
-            if loopback and not _names_loopback(request.header("host")):
+            if loopback and not httpserver.names_loopback_host(request.header("host")):
                 refusal = _Refusal(403, "The Host header names no loopback host.")
                 await _send_refusal(response, refusal)
                 return
@@ -450,25 +449,6 @@ async def _send_refusal(response: httpserver.Response, refusal: _Refusal) -> Non
     if refusal.status == 405:
         headers.append(("allow", "GET"))
     await response.respond(refusal.status, headers, body)
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is a loopback host."""
-    if host.lower().rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _names_loopback(value: str | None) -> bool:
-    """Whether a ``Host`` header (``host``, ``host:port``, ``[v6]:port``) names a loopback host."""
-    if value is None:
-        return False
-    bracketed = value.startswith("[")
-    host = value[1:].partition("]")[0] if bracketed else value.partition(":")[0]
-    return _is_loopback(host)
 
 
 async def run(root: str | os.PathLike[str], host: str, port: int, out: TextIO) -> int:
