@@ -23,6 +23,7 @@ COMPILED = [
     "mmsp_core/pipeline.py",
     "mmsp_core/jsonlib.py",
     "mmsp_core/grammar.py",
+    "mmsp_core/_wire_read.py",
     "mmsp_core/wire.py",
     "adapters/_json.py",
     "adapters/_table.py",
