@@ -4,14 +4,13 @@ No I/O, no ``async``, no clock, no environment: bytes in, events out (see README
 Everything in ``__all__`` is public; the submodules are free to change.
 
 The stream machinery (``StreamPipeline``, ``StreamItems``, the decoders, ``PassThrough``,
-``JsonEventsMachine``, ``HTTPRequest``) is loaded on first use (``mmsp_core._lazy``): a program
+``JsonEventsMachine``, ``HTTPRequest``) is loaded on first use (``mmsp_core.lazy``): a program
 that only builds values and reads errors does not import it (docs/architecture.md "Import
 cost").
 """
 
 from typing import TYPE_CHECKING, Final
 
-from ._lazy import on_first_use
 from .errors import (
     AbortedError,
     ApiKeyRequiredError,
@@ -36,6 +35,7 @@ from .errors import (
     UpstreamError,
     WireFormatError,
 )
+from .lazy import on_first_use
 from .messages import concat_uni_events_to_uni_message, normalize_legacy_messages
 from .model import (
     DeltaItem,

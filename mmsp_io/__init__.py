@@ -7,7 +7,7 @@ from ``mmsp_core`` and ``adapters``.
 
 ``AutoLLMClient``, ``Timeouts``, ``RemoteImages`` (which remote images a client fetches),
 ``open_stream``, ``fast_http_client`` (an ``httpx.AsyncClient`` on the library's fast HTTP/1.1
-transport, 08 D79) and ``list_supported_models`` are loaded on first use (``mmsp_core._lazy``):
+transport, 08 D79) and ``list_supported_models`` are loaded on first use (``mmsp_core.lazy``):
 they bring in httpx and every protocol package, which a program that only needs the values and
 errors never pays for (issue 9, docs/architecture.md "Import cost").
 """
@@ -66,7 +66,7 @@ from mmsp_core import (
     normalize_legacy_messages,
     to_wire,
 )
-from mmsp_core._lazy import on_first_use
+from mmsp_core.lazy import on_first_use
 
 from .abort import AbortSignal
 
