@@ -6,7 +6,7 @@ as its transport, the environment's proxies on httpx's own transports mounted be
 caller's ``http_client`` is used as given (08 D62). It is an ``httpx.AsyncBaseTransport``, so
 httpx still builds the request and applies the client's headers and cookies; a
 ``Content-Encoding`` is left to the reader of the body (httpx's ``aiter_bytes``, or the
-driver's bounded decoder, ``mmsp_io.driver``).
+driver's bounded decoder, ``mmsp_io._decoding``).
 
 Why not httpx's own (``AsyncHTTPTransport`` over httpcore): a streamed answer is tens of
 thousands of small HTTP chunks, and httpcore hands each one through h11's event machinery, a

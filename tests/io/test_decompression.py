@@ -1,4 +1,4 @@
-"""Content codings (``mmsp_io.driver``, "Content codings"): the driver decodes a body's
+"""Content codings (``mmsp_io._decoding``): the driver decodes a body's
 ``Content-Encoding`` itself, in bounded steps, on every transport.
 
 What this proves, over loopback sockets on both transports a stream can take (the library's
@@ -62,8 +62,9 @@ from mmsp_core.model import EmbeddingDone, UsageMetadata
 from mmsp_core.sse import BodyDecoder, SSEDecoder
 from mmsp_core.testing import assert_stream_grammar, chunkings
 from mmsp_io import Timeouts, open_stream
+from mmsp_io._decoding import ACCEPT_ENCODING, DECODED_STEP
 from mmsp_io._transport import Http11Transport
-from mmsp_io.driver import ACCEPT_ENCODING, DECODED_STEP, fetch_body
+from mmsp_io.driver import fetch_body
 from mmsp_io.server import Gateway
 
 pytestmark = pytest.mark.anyio

@@ -27,7 +27,7 @@ from mmsp_core import (
 )
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import Timeouts, open_stream
-from mmsp_io.driver import ERROR_PREVIEW_BYTES
+from mmsp_io._status import ERROR_PREVIEW_BYTES
 
 pytestmark = pytest.mark.anyio
 
