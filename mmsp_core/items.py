@@ -299,35 +299,7 @@ class StreamItems:
         fid, item_id = _split_fidelity(item)
         empty = item_kind.is_empty(item) and not item_kind.keeps_empty
         current = self._open
-        kind = item_kind
-        fragment: Any = item
-        starts_new: bool
-        if (
-            current is not None
-            and current.first is not None
-            and kind is not current.kind
-            and item_id is not None
-            and item_id == current.item_id
-            and fid is not None
-            and empty
-        ):
-            # A fidelity-only tail under another kind (spec 02 §4 step 3): it belongs to the
-            # open item, re-shaped as an empty fragment of the open item's kind.
-            kind = current.kind
-            fragment = kind.empty_like(current.first)
-            starts_new = False
-        else:
-            starts_new = (
-                current is None
-                or kind is not current.kind
-                or kind.begins_itself(item)
-                or (
-                    not kind.has_headers
-                    and item_id is not None
-                    and current.item_id is not None
-                    and item_id != current.item_id
-                )
-            )
+        kind, fragment, starts_new = self._route(item_kind, item, item_id, fid, empty)
         target = _OpenItem(kind, item_id) if starts_new or current is None else current
 
         # Checks first (08 D50): nothing of this push goes out when one fails.
@@ -375,6 +347,42 @@ class StreamItems:
         if target.first is None:
             target.first = public
         self._emit(target, public, growing, size, out)
+
+    def _route(
+        self,
+        kind: Kind,
+        item: Item,
+        item_id: str | None,
+        fid: Mapping[str, Any] | None,
+        empty: bool,
+    ) -> tuple[Kind, Any, bool]:
+        """Where the fragment ``item`` of ``kind`` goes (spec 02 §4 step 3), as ``(kind,
+        fragment, starts_new)``: it begins a new item, or continues the open one. A
+        fidelity-only tail under another kind belongs to the open item, re-shaped as an empty
+        fragment of the open item's kind."""
+        current = self._open
+        if current is None:
+            return kind, item, True
+        if (
+            current.first is not None
+            and kind is not current.kind
+            and item_id is not None
+            and item_id == current.item_id
+            and fid is not None
+            and empty
+        ):
+            return current.kind, current.kind.empty_like(current.first), False
+        starts_new = (
+            kind is not current.kind
+            or kind.begins_itself(item)
+            or (
+                not kind.has_headers
+                and item_id is not None
+                and current.item_id is not None
+                and item_id != current.item_id
+            )
+        )
+        return kind, item, starts_new
 
     def _emit(
         self, target: _OpenItem, public: Any, growing: Any, size: int, out: list[UniEvent]

@@ -34,6 +34,15 @@ _LF: Final = 0x0A
 _CR: Final = 0x0D
 
 
+def _split_field(line: bytes) -> tuple[bytes, bytes]:
+    """The name and value of a field line that is no comment (WHATWG §9.2.6): the value
+    follows the first colon, less one leading space; a name alone has an empty value."""
+    name, _, value = line.partition(b":")
+    if value[:1] == b" ":
+        value = value[1:]
+    return name, value
+
+
 class SSEEvent(NamedTuple):
     """One dispatched event of an event stream (WHATWG HTML §9.2).
 
@@ -210,16 +219,10 @@ class SSEDecoder(_Lifecycle):
             elif line[:7] == b"event: ":  # the next most common: named events (Anthropic)
                 self._event_type = line[7:].decode("utf-8", "replace")
                 continue
+            elif line[:1] == b":":  # a comment, such as a keep-alive
+                continue
             else:
-                colon = line.find(b":")
-                if colon == 0:  # a comment, such as a keep-alive
-                    continue
-                if colon < 0:  # a field name alone: its value is empty
-                    name, value = line, b""
-                else:
-                    name, value = line[:colon], line[colon + 1 :]
-                    if value.startswith(b" "):
-                        value = value[1:]
+                name, value = _split_field(line)
                 if name != b"data":
                     self._field(name, value)
                     continue
