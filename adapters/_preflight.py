@@ -103,11 +103,9 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
         if values and attrs.has(type(node)):
             children = [(step, getattr(node, name)) for step, name in _field_steps(type(node))]
         elif isinstance(node, dict) or (values and isinstance(node, Mapping)):
-            for key in node:
-                if not isinstance(key, str):
-                    return where, f"object keys must be strings, got {type(key).__name__}"
-                if not key.isascii() and SURROGATE.search(key):
-                    return where, "a key holds a surrogate code point, which UTF-8 cannot carry"
+            problem = _key_problem(node)
+            if problem is not None:
+                return where, problem
             children = [(f".{preview(key)}", child) for key, child in node.items()]
             values = False
         elif isinstance(node, list | tuple):
@@ -126,6 +124,17 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
             if child is None or type(child) is int or (type(child) is str and child.isascii()):
                 continue
             stack.append((child, where + step, values))
+    return None
+
+
+def _key_problem(obj: Mapping[Any, Any]) -> str | None:
+    """Why a key of ``obj`` cannot be sent as a JSON object key (not a string, or a string
+    with a surrogate code point, 08 D55), or ``None`` when every key can."""
+    for key in obj:
+        if not isinstance(key, str):
+            return f"object keys must be strings, got {type(key).__name__}"
+        if not key.isascii() and SURROGATE.search(key):
+            return "a key holds a surrogate code point, which UTF-8 cannot carry"
     return None
 
 
