@@ -447,6 +447,28 @@ def _only_thinking(items: Sequence[DoneItem]) -> bool:
     return all(isinstance(item, ThinkingDone | InlineThinkingDone) for item in items)
 
 
+def _check_render_refuses(
+    name: str,
+    items: list[DoneItem],
+    counts: UsageMetadata,
+    finish: FinishReason,
+    fragment_size: int | None,
+    refusal: MMSPError,
+) -> None:
+    """``render`` of what the protocol's ``normalize`` refused with ``refusal`` must refuse it
+    with an error of the same class.
+
+    Raises:
+        AssertionError: ``render`` accepts it, or refuses with another class.
+    """
+    try:
+        render(name, items, counts, finish, fragment_size=fragment_size)
+    except MMSPError as exc:
+        assert type(exc) is type(refusal), f"render refuses with {exc!r}, not {refusal!r}"
+        return
+    raise AssertionError(f"normalize refuses ({refusal!r}), render does not")
+
+
 def check_render_round_trip(name: str, *, examples: int | None = None) -> None:
     """Hypothesis done items, usage and finish reason -> ``adapters.render(name, ...)`` ->
     decode in random chunkings -> the record's ``normalize``, its ``normalize_usage`` of that
@@ -484,12 +506,8 @@ def check_render_round_trip(name: str, *, examples: int | None = None) -> None:
         try:
             expected_items, expected_finish = normalize(items, finish)
         except MMSPError as refusal:
-            try:
-                render(name, items, counts, finish, fragment_size=fragment_size)
-            except MMSPError as exc:
-                assert type(exc) is type(refusal), f"render refuses with {exc!r}, not {refusal!r}"
-                return
-            raise AssertionError(f"normalize refuses ({refusal!r}), render does not") from None
+            _check_render_refuses(name, items, counts, finish, fragment_size, refusal)
+            return
         body = render(name, items, counts, finish, fragment_size=fragment_size)
         events, error = _run(name, data.draw(chunked(body), label="chunks"))
         done = [
