@@ -24,6 +24,7 @@ names it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -204,22 +205,76 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark (module docstring); exit 1 when any consumer failed."""
-    args = parse(argv)
-    names = list(args.consumers or consumers.CONSUMERS)
-    peers = {} if args.no_peers else installed_peers(args.peer_python)
-    missing = [n for n in names if consumers.CONSUMERS[n].peer and n not in peers]
-    names = [n for n in names if n not in missing]
-    started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    #: The rows that time the first event, with their body (``_first_rounds``).
+@dataclasses.dataclass
+class _Results:
+    """What a run measured: the rows of each table, and the bodies it could not build."""
+
+    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    concurrent: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    skipped: list[bodies.Skipped] = dataclasses.field(default_factory=list)
+
+    def all_rows(self) -> list[dict[str, Any]]:
+        """Every row of every table."""
+        return self.rows + self.memory + self.concurrent
+
+
+def _time_body(
+    args: argparse.Namespace, body: bodies.Body, names: Sequence[str], first_n: int,
+    origin: str, results: _Results, first_rows: list[tuple[dict[str, Any], bodies.Body]],
+) -> None:
+    """Steps 3 and 4 of the module doc for one body: a process per chunking and consumer, the
+    first-event rows noted in ``first_rows``, then the pure pipeline's memory unless
+    ``--no-memory``."""
+    for chunking in args.chunkings:
+        for name in names:
+            consumer = consumers.CONSUMERS[name]
+            if not consumer.serves(body.protocol):
+                continue
+            python = args.peer_python if consumer.peer else sys.executable
+            first = args.first_samples if (body.shape, body.n, chunking) == (
+                "text", first_n, "event") else 0
+            began = time.perf_counter()
+            result = _process(python, [name, origin, bodies.described(body), chunking,
+                                       str(args.runs), str(first)], args.timeout)
+            results.rows.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
+                                 "chunking": chunking, "consumer": name,
+                                 "process_seconds": time.perf_counter() - began, **result})
+            if first and not result["error"]:
+                first_rows.append((results.rows[-1], body))
+            status = result["error"] or f"{report.per_delta_us(results.rows[-1]):.1f} µs/delta"
+            _log(f"{body.id} {chunking} {name}: {status}")
+    if not args.no_memory:
+        result = _process(sys.executable, ["memory", origin, bodies.described(body), "packed",
+                                           str(args.runs)], args.timeout)
+        results.memory.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
+                               "consumer": "memory", **result})
+
+
+def _time_streams(
+    args: argparse.Namespace, stream_bodies: Sequence[bodies.Body], origin: str,
+    results: _Results,
+) -> None:
+    """Step 4's concurrent streams: ``--streams`` of each body at once, under asyncio and
+    trio."""
+    for body in stream_bodies:
+        for loop in ("asyncio", "trio"):
+            name = f"concurrent-{loop}"
+            argv = [name, origin, bodies.described(body), "event", str(args.streams)]
+            result = _process(sys.executable, argv, args.timeout)
+            results.concurrent.append({"protocol": body.protocol, "n": body.n, "consumer": name,
+                                       "streams": args.streams, "rss_before_kib": 0, **result})
+            _log(f"{body.id} {name} x{args.streams}: {result['error'] or 'ok'}")
+
+
+def _measure(args: argparse.Namespace, names: Sequence[str], ns: Sequence[int]) -> _Results:
+    """Steps 1 to 4 of the module doc, but the import times: build the bodies, serve them,
+    time every consumer on each."""
+    results = _Results()
     first_rows: list[tuple[dict[str, Any], bodies.Body]] = []
-    memory: list[dict[str, Any]] = []
-    concurrent: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mmsp-bench-") as tmp:
-        ns = sorted(set(args.n))
         built, skipped = bodies.build(Path(tmp), ns, args.shapes, args.protocols)
+        results.skipped = skipped
         stream_bodies: list[bodies.Body] = []
         if args.streams and built:
             chosen = args.stream_protocols or [built[0].protocol]
@@ -227,44 +282,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"{len(built)} bodies built; {len(skipped)} skipped")
         with server.running(Path(tmp)) as origin:
             for body in built:
-                for chunking in args.chunkings:
-                    for name in names:
-                        consumer = consumers.CONSUMERS[name]
-                        if not consumer.serves(body.protocol):
-                            continue
-                        python = args.peer_python if consumer.peer else sys.executable
-                        first = args.first_samples if (body.shape, body.n, chunking) == (
-                            "text", ns[0], "event") else 0
-                        began = time.perf_counter()
-                        result = _process(python, [name, origin, bodies.described(body), chunking,
-                                                   str(args.runs), str(first)], args.timeout)
-                        rows.append({"protocol": body.protocol, "shape": body.shape,
-                                     "n": body.n, "chunking": chunking, "consumer": name,
-                                     "process_seconds": time.perf_counter() - began,
-                                     **result})
-                        if first and not result["error"]:
-                            first_rows.append((rows[-1], body))
-                        status = result["error"] or (
-                            f"{report.per_delta_us(rows[-1]):.1f} µs/delta")
-                        _log(f"{body.id} {chunking} {name}: {status}")
-                if not args.no_memory:
-                    result = _process(sys.executable, ["memory", origin, bodies.described(body),
-                                                       "packed", str(args.runs)], args.timeout)
-                    memory.append({"protocol": body.protocol, "shape": body.shape, "n": body.n,
-                                   "consumer": "memory", **result})
+                _time_body(args, body, names, ns[0], origin, results, first_rows)
             _first_rounds(args, first_rows, origin)
-            for body in stream_bodies:
-                for loop in ("asyncio", "trio"):
-                    name = f"concurrent-{loop}"
-                    argv = [name, origin, bodies.described(body), "event", str(args.streams)]
-                    result = _process(sys.executable, argv, args.timeout)
-                    concurrent.append({"protocol": body.protocol, "n": body.n, "consumer": name,
-                                       "streams": args.streams, "rss_before_kib": 0, **result})
-                    _log(f"{body.id} {name} x{args.streams}: {result['error'] or 'ok'}")
-    imports = import_times(args.import_samples)
-    elapsed = time.perf_counter() - started
+            _time_streams(args, stream_bodies, origin, results)
+    return results
+
+
+def _summary(
+    args: argparse.Namespace, results: _Results, names: Sequence[str], ns: Sequence[int],
+    peers: dict[str, str], missing: Sequence[str], imports: dict[str, list[float]],
+    elapsed: float,
+) -> list[str]:
+    """Step 5 of the module doc: the report's markdown lines."""
+    rows = results.rows
     protocols = list(dict.fromkeys(row["protocol"] for row in rows))
-    libraries = sorted({r["library"] for r in rows + memory + concurrent if r.get("library")})
+    libraries = sorted({r["library"] for r in results.all_rows() if r.get("library")})
     lines = ["# MMSP streaming benchmark", "", *machine(),
              f"- library measured: {', '.join(libraries) or 'not imported'}",
              f"- {args.runs} timed runs after one warm-up per process, medians; "
@@ -273,22 +305,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"- peers: {', '.join(sorted(set(peers.values())))} ({args.peer_python})")
     if missing:
         lines.append(f"- peers not installed (the bench extra), left out: {', '.join(missing)}")
-    lines += [f"- skipped: {s.protocol} {s.shape}: {s.reason}" for s in skipped]
+    lines += [f"- skipped: {s.protocol} {s.shape}: {s.reason}" for s in results.skipped]
     matrix = [(shape, n, chunking) for chunking in args.chunkings for shape in args.shapes
               for n in ns]
     lines += report.per_event_tables(rows, protocols, names, matrix)
     lines += report.first_event_table(rows, protocols, names, "text", ns[0])
     if len(ns) > 1:
         lines += report.rss_table(rows, protocols, names, args.shapes, ns[0], ns[-1])
-    lines += report.memory_table(memory, ns[-1])
+    lines += report.memory_table(results.memory, ns[-1])
     lines += report.import_line(imports)
-    lines += report.concurrent_table(concurrent)
-    print("\n".join(lines))
+    lines += report.concurrent_table(results.concurrent)
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark (module docstring); exit 1 when any consumer failed."""
+    args = parse(argv)
+    names = list(args.consumers or consumers.CONSUMERS)
+    peers = {} if args.no_peers else installed_peers(args.peer_python)
+    missing = [n for n in names if consumers.CONSUMERS[n].peer and n not in peers]
+    names = [n for n in names if n not in missing]
+    started = time.perf_counter()
+    ns = sorted(set(args.n))
+    results = _measure(args, names, ns)
+    imports = import_times(args.import_samples)
+    elapsed = time.perf_counter() - started
+    print("\n".join(_summary(args, results, names, ns, peers, missing, imports, elapsed)))
     if args.json:
-        document = {"rows": rows, "memory": memory, "concurrent": concurrent,
-                    "import_seconds": imports, "skipped": [vars(s) for s in skipped],
+        document = {"rows": results.rows, "memory": results.memory,
+                    "concurrent": results.concurrent, "import_seconds": imports,
+                    "skipped": [vars(s) for s in results.skipped],
                     "argv": list(sys.argv[1:]), "machine": machine()}
         args.json.write_text(json.dumps(document, indent=1))
-    failed = [r for r in rows + memory + concurrent if r["error"]]
+    failed = [r for r in results.all_rows() if r["error"]]
     return 1 if failed else 0
-
