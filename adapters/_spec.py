@@ -147,6 +147,9 @@ class ClientSpec:
     #: Gemini embedding models go to ``google-embedding`` on both Google client types); any
     #: other id uses ``protocol`` and ``profile``.
     model_classes: tuple[ModelClass, ...] = ()
+    #: An Azure OpenAI base URL makes this client an Azure one (08 D72): the key goes as
+    #: ``api-key`` and comes from ``AZURE_OPENAI_API_KEY`` (``adapters._credentials``).
+    azure: bool = False
 
     def speaks(self, model: str | None) -> tuple[str, object]:
         """The protocol and profile this client uses for ``model`` (its own for ``None``)."""
@@ -315,6 +318,12 @@ class SimulatorDialect:
     #: its client types' listing path, from the ids listed (Google's ``models[].name``, 04 §5);
     #: ``None``: the ``data[].id`` body already is its shape.
     model_list: Callable[[Sequence[str]], Mapping[str, Any]] | None = None
+    #: The body as this provider sends it, from the rendered one (Azure's content-filter
+    #: annotations on Chat chunks); ``None``: as rendered.
+    annotate: Callable[[bytes], bytes] | None = None
+    #: How Azure OpenAI serves this protocol too (08 D72): the dialect of its endpoint, which
+    #: the simulator serves beside this one; ``None``: Azure does not serve it.
+    azure: SimulatorDialect | None = None
 
 
 @final

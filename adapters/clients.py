@@ -19,6 +19,7 @@ from ._credentials import (
     check_endpoint,
     credentials,
     environment_key_allowed,
+    is_azure,
     join_url,
 )
 from ._listing import ModelPage, list_models_headers, list_models_path, parse_model_page
@@ -42,6 +43,7 @@ __all__ = [
     "client_spec",
     "credentials",
     "environment_key_allowed",
+    "is_azure",
     "join_url",
     "list_models_headers",
     "list_models_path",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters._openai import ERROR_SHAPE
 from adapters._spec import Traits, WireProtocol
 
 from . import simulate
@@ -27,6 +28,7 @@ PROTOCOL: Final = WireProtocol(
     build_request=build_request,
     check_config=check_config,
     render=render,
-    traits=Traits(display_name="OpenAI Chat Completions", dialect=simulate.DIALECT),
+    traits=Traits(display_name="OpenAI Chat Completions", error_shape=ERROR_SHAPE,
+                  dialect=simulate.DIALECT),
     normalize=normalize,
 )

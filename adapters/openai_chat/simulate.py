@@ -3,19 +3,34 @@
 ``POST /v1/chat/completions`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer
 token only, ``{"error": {"message", "type", "param", "code"}}`` error bodies with an
 ``x-request-id`` header (``adapters._openai.error_body``, shared with the other OpenAI APIs),
-and a ``data:`` chunk holding an ``error`` for an in-stream overload (08 D4).
+and a ``data:`` chunk holding an ``error`` for an in-stream overload (08 D4). Azure OpenAI
+serves it too (``adapters._openai.with_azure``, 08 D72), its chunks annotated as Azure's are
+(``azure_annotations``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._openai import error_body
+from .._openai import error_body, with_azure
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
-__all__ = ["DIALECT", "read_turn"]
+__all__ = ["DIALECT", "azure_annotations", "read_turn"]
+
+#: Azure's verdict on a prompt or a completion its content filters let through.
+_PASSED: Final = {
+    name: {"filtered": False, "severity": "safe"}
+    for name in ("hate", "self_harm", "sexual", "violence")
+}
+#: Azure's first chunk: the prompt's verdict, with no choices and empty ids.
+_PROMPT_FILTER_CHUNK: Final = json.dumps({
+    "choices": [], "created": 0, "id": "", "model": "", "object": "",
+    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": _PASSED}],
+}).encode()
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
@@ -35,7 +50,22 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(question, tools, tuple(results))
 
 
-DIALECT: Final = SimulatorDialect(
+def azure_annotations(body: bytes) -> bytes:
+    """A Chat stream as Azure OpenAI sends it: first a chunk of ``prompt_filter_results``
+    and no choices, then each chunk with ``content_filter_results`` on every choice (fields
+    the Chat machine does not know, so it skips them, 08 D36)."""
+    def annotate(match: re.Match[bytes]) -> bytes:
+        chunk = json.loads(match.group(1))
+        for choice in chunk.get("choices") or ():
+            choice["content_filter_results"] = _PASSED
+        return b"data: " + json.dumps(chunk).encode()
+
+    return b"data: " + _PROMPT_FILTER_CHUNK + b"\n\n" + re.sub(
+        rb"^data: (\{.*\})$", annotate, body, flags=re.MULTILINE
+    )
+
+
+_OPENAI: Final = SimulatorDialect(
     route=("POST", r"/v1/chat/completions"),
     base_path="/v1",
     key_headers=("authorization",),
@@ -48,3 +78,4 @@ DIALECT: Final = SimulatorDialect(
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream; charset=utf-8",
 )
+DIALECT: Final = with_azure(_OPENAI, annotate=azure_annotations)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters._openai import ERROR_SHAPE
 from adapters._spec import Traits, WireProtocol
 from mmsp_core.sse import BodyDecoder
 
@@ -32,7 +33,8 @@ PROTOCOL: Final = WireProtocol(
     build_request=build_request,
     check_config=check_config,
     render=render,
-    traits=Traits(display_name="OpenAI embeddings", dialect=simulate.DIALECT),
+    traits=Traits(display_name="OpenAI embeddings", error_shape=ERROR_SHAPE,
+                  dialect=simulate.DIALECT),
     normalize=normalize,
     normalize_usage=normalize_usage,
     new_decoder=BodyDecoder,

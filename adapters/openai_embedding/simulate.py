@@ -4,7 +4,8 @@
 only, OpenAI's error bodies (``adapters._openai.error_body``: every OpenAI API
 sends the same ones), one JSON body as the answer, and an answer holding an ``error`` as the
 overload (08 D4: nothing else can be said in a body that is not a stream). ``read_turn`` gives
-the demo script the inputs, whose vectors are the answer.
+the demo script the inputs, whose vectors are the answer. Azure OpenAI serves it too
+(``adapters._openai.with_azure``, 08 D72).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._openai import error_body
+from .._openai import error_body, with_azure
 from .._spec import SimulatorDialect, Turn
 
 __all__ = ["DIALECT", "read_turn"]
@@ -26,7 +27,7 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(inputs[-1] if inputs else "", (), (), inputs)
 
 
-DIALECT: Final = SimulatorDialect(
+DIALECT: Final = with_azure(SimulatorDialect(
     route=("POST", r"/v1/embeddings"),
     base_path="/v1",
     key_headers=("authorization",),
@@ -38,4 +39,4 @@ DIALECT: Final = SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="call_sim_",
     content_type="application/json",
-)
+))

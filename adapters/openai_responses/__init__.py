@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from .._openai import ERROR_SHAPE
 from .._spec import Traits, WireProtocol
 from .machine import ResponsesMachine
 from .render import normalize, render
@@ -31,6 +32,7 @@ PROTOCOL: Final = WireProtocol(
     build_request=build_request,
     check_config=check_config,
     render=render,
-    traits=Traits(display_name="OpenAI Responses", dialect=simulate.DIALECT),
+    traits=Traits(display_name="OpenAI Responses", error_shape=ERROR_SHAPE,
+                  dialect=simulate.DIALECT),
     normalize=normalize,
 )

@@ -2,7 +2,8 @@
 
 ``POST /v1/responses`` (the base URL ends in ``/v1``, spec 04 §4), the key as a Bearer token
 only, OpenAI's error bodies (``adapters._openai.error_body``) and an ``event: error`` for an
-in-stream failure (08 D4).
+in-stream failure (08 D4). Azure OpenAI serves it too (``adapters._openai.with_azure``,
+08 D72).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._openai import error_body
+from .._openai import error_body, with_azure
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
@@ -36,7 +37,7 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(question, tools, tuple(results))
 
 
-DIALECT: Final = SimulatorDialect(
+DIALECT: Final = with_azure(SimulatorDialect(
     route=("POST", r"/v1/responses"),
     base_path="/v1",
     key_headers=("authorization",),
@@ -48,4 +49,4 @@ DIALECT: Final = SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream; charset=utf-8",
-)
+))

@@ -1,11 +1,14 @@
 """The protocols the simulator serves and the routes of their endpoints, read from the
 protocol records' ``SimulatorDialect`` at call time (08 D63), so a protocol registered later
-is served too."""
+is served too. A protocol Azure OpenAI serves too (the dialect's ``azure``, 08 D72) is served a
+second time, as Azure's endpoint: at its own path (``/azure/openai/v1/...``), with Azure's key
+header, error bodies and annotations."""
 
 from __future__ import annotations
 
 import http
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 import adapters
@@ -26,40 +29,52 @@ def simulated_protocols() -> tuple[str, ...]:
     )
 
 
-def dialect_of(protocol: str) -> adapters.SimulatorDialect:
-    """The dialect of ``protocol``.
+def dialect_of(protocol: str, *, azure: bool = False) -> adapters.SimulatorDialect:
+    """The dialect of ``protocol``, or with ``azure`` the dialect of its Azure endpoint.
 
     Raises:
-        ValueError: the simulator does not serve ``protocol``.
+        ValueError: the simulator does not serve ``protocol`` (on Azure, with ``azure``).
     """
     record = adapters.PROTOCOLS.get(protocol)
-    if record is None or record.traits.dialect is None:
-        raise ValueError(f"the simulator does not serve the wire protocol {protocol!r}")
-    return record.traits.dialect
+    dialect = record.traits.dialect if record is not None else None
+    if azure and dialect is not None:
+        dialect = dialect.azure
+    if dialect is None:
+        where = " on Azure" if azure else ""
+        raise ValueError(f"the simulator does not serve the wire protocol {protocol!r}{where}")
+    return dialect
 
 
-def route(method: str, path: str) -> str | None:
-    """The protocol whose generation endpoint is ``method path``, if any."""
+def _served(dialect: adapters.SimulatorDialect | None) -> Iterator[adapters.SimulatorDialect]:
+    """``dialect`` and its Azure endpoint's, those that are there."""
+    if dialect is not None:
+        yield dialect
+        if dialect.azure is not None:
+            yield dialect.azure
+
+
+def route(method: str, path: str) -> tuple[str, adapters.SimulatorDialect] | None:
+    """The protocol whose generation endpoint is ``method path``, if any, with the dialect
+    that serves it there (its own, or its Azure endpoint's)."""
     for name, record in adapters.PROTOCOLS.items():
-        dialect = record.traits.dialect
-        if dialect is not None and dialect.route[0] == method and re.fullmatch(
-            dialect.route[1], path
-        ):
-            return name
+        for dialect in _served(record.traits.dialect):
+            if dialect.route[0] == method and re.fullmatch(dialect.route[1], path):
+                return name, dialect
     return None
 
 
 def listing_dialects(path: str) -> list[adapters.SimulatorDialect]:
     """The dialects of every served client type that lists its models at ``path`` (spec
-    04 §5), in registry order; providers share a path (``/v1/models``)."""
+    04 §5), its Azure endpoint's included, in registry order; providers share a path
+    (``/v1/models``)."""
     dialects: list[adapters.SimulatorDialect] = []
     for spec in adapters.CLIENTS.values():
         record = adapters.PROTOCOLS.get(spec.protocol)
-        dialect = record.traits.dialect if record is not None else None
-        if dialect is not None and dialect not in dialects and adapters.join_url(
-            dialect.base_path, spec.list_models_path
-        ) == path:
-            dialects.append(dialect)
+        for dialect in _served(record.traits.dialect if record is not None else None):
+            if dialect not in dialects and adapters.join_url(
+                dialect.base_path, spec.list_models_path
+            ) == path:
+                dialects.append(dialect)
     return dialects
 
 

@@ -108,14 +108,16 @@ class Simulator:
             sim.url = server.url
             yield sim
 
-    def base_url(self, protocol: str) -> str:
+    def base_url(self, protocol: str, *, azure: bool = False) -> str:
         """The base URL a client of ``protocol`` is given: the origin and the dialect's base
-        path (spec 04 §4: ``/v1`` on some providers, none on others).
+        path (spec 04 §4: ``/v1`` on some providers, none on others); with ``azure``, that of
+        the protocol's Azure OpenAI endpoint (``/azure/openai/v1``, 08 D72), to which a client
+        adds an ``api-version`` query to be an Azure one on a loopback host.
 
         Raises:
-            ValueError: the simulator does not serve ``protocol``.
+            ValueError: the simulator does not serve ``protocol`` (on Azure, with ``azure``).
         """
-        return self.url + dialect_of(protocol).base_path
+        return self.url + dialect_of(protocol, azure=azure).base_path
 
     async def wait_disconnects(self, count: int = 1) -> None:
         """Wait until at least ``count`` clients closed their connection mid-response."""
@@ -126,6 +128,8 @@ class Simulator:
 
     async def _handle(self, request: httpserver.Request, out: httpserver.Response) -> None:
         """Record ``request``, answer it, and note a client that left before the end."""
+        routed = route(request.method, request.path)
+        protocol, dialect = routed if routed is not None else (None, None)
         recorded = RecordedRequest(
             method=request.method,
             path=request.path,
@@ -133,12 +137,12 @@ class Simulator:
             headers=request.headers,
             body=request.body,
             json=_parse_json(request.body),
-            protocol=route(request.method, request.path),
+            protocol=protocol,
         )
         self.requests.append(recorded)
         delivered = False
         try:
-            response, reply = self._answer(recorded)
+            response, reply = self._answer(recorded, dialect)
             delivered = await self._deliver(out, response, reply)
         finally:
             # A client may close as soon as it has the last event (08 D56), before the end of
@@ -146,10 +150,13 @@ class Simulator:
             if out.client_gone and not delivered:
                 self.disconnects.append(recorded)
 
-    def _answer(self, request: RecordedRequest) -> tuple[_Response, Reply]:
-        """Decide the response to ``request``: routing, credentials, then the script."""
+    def _answer(
+        self, request: RecordedRequest, dialect: adapters.SimulatorDialect | None
+    ) -> tuple[_Response, Reply]:
+        """Decide the response to ``request``, routed to ``dialect`` (``None``: to no model
+        endpoint): routing, credentials, then the script."""
         protocol = request.protocol
-        if protocol is None:
+        if protocol is None or dialect is None:
             key_headers = model_list_key_headers(request.path) if request.method == "GET" else ()
             if not key_headers:
                 message = f"No route for {request.method} {request.path}."
@@ -158,7 +165,6 @@ class Simulator:
                 reply = Reply(status=401, message=NEUTRAL_BAD_KEY_MESSAGE)
                 return self._error(None, reply), Reply()
             return self._models(request.path), Reply()
-        dialect = dialect_of(protocol)
         if not self._authorised(request, dialect.key_headers):
             return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
         if not isinstance(request.json, Mapping):
@@ -242,6 +248,8 @@ class Simulator:
                 model=str(request.json.get("model", "sim-model")),
                 fragment_size=reply.fragment_size,
             )
+            if dialect.annotate is not None:
+                body = dialect.annotate(body)
         content_type = reply.content_type or dialect.content_type
         event_stream = content_type.startswith(EVENT_STREAM)
         if reply.error_after is not None:
