@@ -50,6 +50,16 @@ closed the connection before the response was complete (``await sim.wait_disconn
 waits for them). A request with a wrong or missing key gets the provider's 401 body and does not
 consume the script. A request body over 50 MB is answered 413.
 
+Azure OpenAI (08 D72): a protocol whose dialect has an ``azure`` dialect (openai-chat,
+openai-responses, openai-embedding) is served a second time under ``/azure/openai/v1/...``,
+which stands for an Azure resource's host: ``sim.base_url(protocol, azure=True)``, to which a
+client adds an ``api-version`` query (on a loopback host, that is what makes its base URL
+Azure's). There the key must come in the ``api-key`` header (a Bearer token gets Azure's 401),
+errors have Azure's body (``{"error": {"code": "<status>", "message"}}``; for 400 its
+content-filter refusal, code ``content_filter``), and Chat chunks carry Azure's
+``prompt_filter_results`` and ``content_filter_results`` (the dialect's ``annotate``); the
+model list is at ``/azure/openai/v1/models``.
+
 Adding a protocol is its record's ``dialect``: nothing here changes.
 
 Where it lives
