@@ -9,7 +9,8 @@ No I/O, no clock, no environment: ``mmsp_io`` does those.
 from __future__ import annotations
 
 from . import _protocols  # noqa: F401  (installs the built-in protocols)
-from ._errors import provider_http_error, read_error_body
+from ._errors import provider_http_error, read_error_body, upstream_http_error
+from ._json import BadField, loads_object
 from ._plan import CallPlan, prepare
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
 from ._requests import build_request, check_config, coerce_config, coerce_messages
@@ -36,6 +37,7 @@ from .clients import (
 __all__ = [
     "CLIENTS",
     "PROTOCOLS",
+    "BadField",
     "CallPlan",
     "ClientSpec",
     "ModelClass",
@@ -58,6 +60,7 @@ __all__ = [
     "list_models_headers",
     "list_models_path",
     "list_supported_models",
+    "loads_object",
     "needs_image_bytes",
     "new_pipeline",
     "parse_model_page",
@@ -69,4 +72,5 @@ __all__ = [
     "render",
     "resolve",
     "route",
+    "upstream_http_error",
 ]

@@ -16,19 +16,28 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from mmsp_core.errors import ProviderHTTPError, preview
+from mmsp_core.errors import ProviderHTTPError, UpstreamError, preview
 
-from ._json import BadField, loads
+from ._json import BadField, loads, nests_within
+from ._preflight import MAX_DEPTH
 from ._registry import CLIENTS, canonical_client_type, protocol_traits
 from ._spec import ErrorShape, JsonPath
 
-__all__ = ["REQUEST_ID_HEADERS", "provider_http_error", "read_error_body", "retry_after"]
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "provider_http_error",
+    "read_error_body",
+    "retry_after",
+    "upstream_http_error",
+]
 
 _DEFAULT_SHAPE = ErrorShape()
 
 #: Headers that carry a provider's request id, the first present wins: OpenAI, Anthropic,
-#: Google.
-REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id")
+#: Google, AWS.
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
+#: AWS's error type header: ``AccessDeniedException:http://internal.amazon.com/...``.
+ERROR_TYPE_HEADER: Final = "x-amzn-errortype"
 
 
 def provider_http_error(
@@ -36,7 +45,8 @@ def provider_http_error(
 ) -> ProviderHTTPError:
     """Build the ``ProviderHTTPError`` of a non-2xx answer of ``client`` (08 D19).
 
-    The type, message and request id come from the body (``read_error_body``); a request id
+    The type, message and request id come from the body (``read_error_body``), the type from
+    AWS's ``x-amzn-ErrorType`` header when the body has none (Bedrock, 08 D72); a request id
     header (``REQUEST_ID_HEADERS``) wins over the body's. ``retry_after`` is
     ``retry_after(headers, now=now)``. ``headers`` is case-insensitive (an ``httpx.Headers``)
     or has lower-case names; ``now`` is the time in seconds since the epoch.
@@ -44,10 +54,39 @@ def provider_http_error(
     Raises nothing: any answer gives an error to raise (08 D59).
     """
     error_type, message, body_request_id = read_error_body(client, body)
+    if error_type is None and ERROR_TYPE_HEADER in headers:  # AWS: ``Type:<namespace>``
+        error_type = headers[ERROR_TYPE_HEADER].partition(":")[0] or None
     request_id = next((headers[name] for name in REQUEST_ID_HEADERS if name in headers),
                       body_request_id)
     return ProviderHTTPError(client, status, error_type, message, request_id,
                              retry_after(headers, now=now))
+
+
+def upstream_http_error(client: str, status: int, body: bytes) -> UpstreamError:
+    """Build the ``UpstreamError`` of a gateway's non-2xx answer (spec 03 §5, 08 D13).
+
+    The error object is the one holding the error type where ``client``'s protocol's
+    ``ErrorShape`` reads it (the MMSP server's ``{"error": {"type", "message", ...}}``,
+    ``adapters.mmsp.ERROR_SHAPE``): it is kept whole as ``error``, its type (a string) as
+    ``error_type``. A body without that object, or with one nested deeper than ``MAX_DEPTH``
+    (too deep for the key redaction to walk, 08 D61), gets the stand-in ``{"type":
+    "HTTPError", "message": "HTTP <status>: <the body's first 200 characters>"}``.
+
+    Raises nothing: any answer gives an error to raise (08 D59).
+    """
+    text = body.decode("utf-8", "replace")
+    *where, type_key = _shape(client).error_type[0]
+    try:
+        error = loads(text)
+    except BadField:  # not JSON, or nested too deeply to read (08 D59)
+        error = None
+    for key in where:
+        error = error.get(key) if type(error) is dict else None
+    if type(error) is not dict or not nests_within(error, MAX_DEPTH):
+        error = {"type": "HTTPError", "message": f"HTTP {status}: {text[:200]}"}
+        type_key = "type"
+    error_type = error.get(type_key)
+    return UpstreamError(client, status, error_type if type(error_type) is str else None, error)
 
 
 def retry_after(headers: Mapping[str, str], *, now: float) -> float | None:

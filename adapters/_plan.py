@@ -39,7 +39,8 @@ class CallPlan:
         model: the model id.
         protocol: the wire protocol record the call speaks (08 D64).
         profile: the protocol's profile for this client type and model.
-        messages: the messages, read and checked (08 D47, D58).
+        messages: the messages, read and checked (08 D47, D58), each without a
+            ``created_at`` stamped with ``prepare``'s.
         config: the config, read and checked (``UniConfig``; unknown keys in ``extra``).
         image_urls: each http(s) image the call must fetch before ``request`` (08 D37: only
             for a client that sends image bytes, ``needs_image_bytes``), in order of first
@@ -71,12 +72,11 @@ class CallPlan:
         credentials. ``extra_body`` is merged into the body last (08 D57).
 
         Raises:
-            InvalidMessageError: no messages, or a message with nothing sendable
-                (RFC-0003 §3.3), with ``message_index``.
+            InvalidMessageError: no messages (RFC-0003 §3.3).
             UnsupportedContentError, UnsupportedParameterError: what the model cannot take.
         """
         messages = [_with_images(message, images) for message in self.messages]
-        _check_sendable(self.client, self.protocol, messages)
+        _check_not_empty(self.client, self.protocol, messages)
         request = self.protocol.build_request(self.client, self.profile, self.model, messages,
                                               self.config)
         if not self.config.extra_body or not self.protocol.traits.base_preflight:
@@ -99,25 +99,30 @@ def prepare(
     *,
     base_url: str | None = None,
     strict: bool = False,
+    created_at: int | None = None,
 ) -> CallPlan:
     """Resolve ``client_type`` once, read and check ``messages`` and ``config`` once, and
     return the call's ``CallPlan`` (08 D79).
 
     Messages and config may be values or wire dicts (``coerce_messages``,
     ``coerce_config``); config keys that are not UniConfig fields warn, or raise in
-    ``strict`` mode (08 D57). An empty history is refused by ``CallPlan.request``, after
-    every config error (spec 02 §8).
+    ``strict`` mode (08 D57). The read messages lacking a ``created_at`` get ``created_at``
+    when it is given (Unix milliseconds of the caller's clock: this module reads none, spec
+    02 §8 step 1). A message without items is refused as the messages are read, before the
+    config (step 3); an empty history is refused by ``CallPlan.request``, after every config
+    error (spec 02 §8).
 
     Raises:
         RoutingError: a model id that is not a string (08 D69), an unknown client type.
         UnsupportedOperationError: an unbuilt client type or protocol.
-        InvalidMessageError: a message that cannot be read, with ``message_index``.
+        InvalidMessageError: a message that cannot be read, or one without items (except on
+            a gateway's client, which sends what it is given), with ``message_index``.
         WireFormatError, UnsupportedParameterError: a config that cannot be read or sent,
             an unknown key in strict mode, or an ``extra_body`` key whose UniConfig
             counterpart this model refuses (``parameter="extra_body"``).
     """
     return read_call(client_type, model, messages, config, base_url=base_url, strict=strict,
-                     stacklevel=4, sendable_first=False)
+                     stacklevel=4, sendable_first=False, created_at=created_at)
 
 
 def read_call(
@@ -130,6 +135,7 @@ def read_call(
     strict: bool,
     stacklevel: int,
     sendable_first: bool,
+    created_at: int | None = None,
 ) -> CallPlan:
     """``prepare``, with a warning about an unknown key pointed ``stacklevel`` frames up from
     the warning's own function (the caller of ``prepare`` or of its shims); with
@@ -139,8 +145,12 @@ def read_call(
     client, profile, protocol = resolve_named(client_type, model)
     checks = protocol.traits.base_preflight
     values = _preflight.read_messages(client, messages, check_values=checks)
+    if created_at is not None:
+        values = [message if message.created_at is not None
+                  else attrs.evolve(message, created_at=created_at) for message in values]
+    _check_items(client, protocol, values)
     if sendable_first:
-        _check_sendable(client, protocol, values)
+        _check_not_empty(client, protocol, values)
     settings = _preflight.read_config(client, config, check_values=checks)
     if checks:
         _preflight.warn_unknown_keys(client, settings, strict=strict, stacklevel=stacklevel)
@@ -182,24 +192,35 @@ def _with_images(message: UniMessage, images: Mapping[str, str]) -> UniMessage:
     return attrs.evolve(message, content_items=tuple(items))
 
 
-def _check_sendable(
+def _check_items(
     client: str, protocol: WireProtocol[Any], messages: Sequence[UniMessage]
 ) -> None:
-    """Refuse an empty history or a message without items (RFC-0003 §3.3), except on a
+    """Refuse a message without items (RFC-0003 §3.3, spec 02 §8 step 3), except on a
     protocol without the base preflight (a gateway's client sends what it is given).
 
     Raises:
-        InvalidMessageError: with ``message_index`` for a message without items.
+        InvalidMessageError: with the ``message_index`` of the first such message.
     """
     if not protocol.traits.base_preflight:
         return
-    if not messages:
-        raise InvalidMessageError(
-            client, None, None, detail="messages is empty: give at least one message"
-        )
     for index, message in enumerate(messages):
         if not message.content_items:
             raise InvalidMessageError(client, None, index, detail="no content items")
+
+
+def _check_not_empty(
+    client: str, protocol: WireProtocol[Any], messages: Sequence[UniMessage]
+) -> None:
+    """Refuse an empty history (RFC-0003 §3.3), except on a protocol without the base
+    preflight.
+
+    Raises:
+        InvalidMessageError: ``messages`` is empty.
+    """
+    if protocol.traits.base_preflight and not messages:
+        raise InvalidMessageError(
+            client, None, None, detail="messages is empty: give at least one message"
+        )
 
 
 def _check_extra_body(

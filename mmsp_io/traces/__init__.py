@@ -69,7 +69,7 @@ from urllib.parse import quote, unquote
 import anyio
 import anyio.to_thread
 
-from adapters._json import BadField, loads_object
+from adapters import BadField, loads_object
 from mmsp_core.messages import normalize_legacy_messages
 
 from .. import httpserver

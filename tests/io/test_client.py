@@ -19,7 +19,7 @@ import pytest
 from httpfakes import Body, clean_environment, mock_client
 
 import adapters
-import mmsp_io.client
+import mmsp_io._retry
 from adapters.anthropic_messages.request import ANTHROPIC_VERSION
 from mmsp_core import (
     ConcurrentCallError,
@@ -294,7 +294,7 @@ async def test_retry_after_is_honoured(backoff_sleeps: list[float]) -> None:
 
 
 async def test_backoff_without_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mmsp_io.client, "_RETRY_BASE", 0.01)
+    monkeypatch.setattr(mmsp_io._retry, "_RETRY_BASE", 0.01)
     provider = Provider(refusal(500), refusal(502), ok())
     await collect(make(provider).streaming_response([USER], None))
     assert len(provider.requests) == 3
