@@ -4,8 +4,8 @@
 token only, ``{"error": {"message", "type", "param", "code"}}`` error bodies with an
 ``x-request-id`` header (``adapters._openai.error_body``, shared with the other OpenAI APIs),
 and a ``data:`` chunk holding an ``error`` for an in-stream overload (08 D4). Azure OpenAI
-serves it too (``adapters._openai.with_azure``, 08 D72), its chunks annotated as Azure's are
-(``azure_annotations``).
+serves it too (``adapters._openai.with_azure``, 08 D72), with Azure's content-filter
+annotations on its chunks (``azure_annotations``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._json import loads_object
 from .._openai import error_body, with_azure
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
@@ -52,10 +53,10 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
 
 def azure_annotations(body: bytes) -> bytes:
     """A Chat stream as Azure OpenAI sends it: first a chunk of ``prompt_filter_results``
-    and no choices, then each chunk with ``content_filter_results`` on every choice (fields
-    the Chat machine does not know, so it skips them, 08 D36)."""
+    and no choices, then each chunk with ``content_filter_results`` on every choice: fields
+    the Chat machine ignores, as it ignores every chunk field it does not read."""
     def annotate(match: re.Match[bytes]) -> bytes:
-        chunk = json.loads(match.group(1))
+        chunk = loads_object(match.group(1).decode())
         for choice in chunk.get("choices") or ():
             choice["content_filter_results"] = _PASSED
         return b"data: " + json.dumps(chunk).encode()
