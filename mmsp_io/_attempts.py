@@ -20,26 +20,30 @@ from it (``redacting``, 08 D61).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, aclosing, contextmanager
+from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import attrs
 import httpx
 
 from adapters import CallPlan
-from mmsp_core.errors import MMSPError, redact_error
+from mmsp_core.errors import MMSPError, redact, redact_error
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import UniEvent, UniMessage
 from mmsp_core.request import HTTPRequest
 
+from . import tracer
 from ._retry import retry_wait
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, open_stream
 
-__all__ = ["Call", "Sender", "StopStep", "now_ms", "redacting"]
+__all__ = ["Call", "Sender", "StopStep", "TraceStep", "now_ms", "redacting"]
 
 _logger = logging.getLogger("mmsp_io")
 
@@ -161,6 +165,36 @@ class Sender:
             first = await anext(events, None)
             stack.push_async_exit(attempt.pop_all())
         return first, events
+
+
+@attrs.frozen
+class TraceStep:
+    """The stop step that writes the trace of a call's turn (spec 07 §7) into ``root``; a
+    failure is a logged warning (08 D27)."""
+
+    root: Path
+    trace_id: str
+    client: str
+    model: str
+    #: The client's key, redacted from the trace and the warning (08 D61).
+    secret: str | None
+
+    async def __call__(self, call: Call, assistant: UniMessage) -> None:
+        """Write the trace of ``call``'s messages and ``assistant``, in a worker thread.
+
+        Raises:
+            AbortedError: the call's signal fired while writing.
+        """
+        plan = call.plan
+        write = functools.partial(tracer.write_trace, self.root, self.trace_id, self.client,
+                                  self.model, [*plan.messages, assistant], plan.config,
+                                  secret=self.secret)
+        with abortable(call.signal, self.client):
+            try:
+                await anyio.to_thread.run_sync(write)
+            except (OSError, MMSPError) as exc:
+                _logger.warning("%s: could not write the trace %r: %s", self.client,
+                                self.trace_id, redact(str(exc), self.secret or ""))
 
 
 async def _each_abortable(

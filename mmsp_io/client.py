@@ -1,24 +1,20 @@
 """``AutoLLMClient``: one client for every client type, streaming through ``open_stream`` (09).
 
-What happens on a call (spec 02 §8, 08 D20-D22, D24, D27, D37, D38, D47, D79):
+What happens on a call (spec 02 §8-§9, 08 D20-D22, D24, D27, D37, D38, D47, D79):
 
-1. One pure call, ``adapters.prepare``, resolves the client once and reads and checks the
-   messages and the config into a ``CallPlan``: dict messages are legacy-normalised and read
-   (``InvalidMessageError`` chained from ``WireFormatError``), ``created_at`` is stamped from
-   the real clock where missing, a message without items is refused
-   (``InvalidMessageError(message_index=i)``), then the config is read and checked.
+1. One pure call, ``adapters.prepare``, reads and checks the messages and the config into a
+   ``CallPlan``: messages are legacy-normalised and read, ``created_at`` is stamped from the
+   real clock where missing, a message without items is refused, then the config is read.
 2. An already aborted signal raises ``AbortedError`` without any request.
-3. The ``trace_id`` is checked for containment (08 D24); the plan's ``image_urls`` are fetched
-   (``mmsp_io._images``, for the client types whose builder needs their bytes, 08 D37);
-   ``plan.request(images)`` builds the request and the credentials and ``default_headers``
-   are added to it.
-4. The request is streamed by the attempt loop (``mmsp_io._attempts``), which retries what
-   comes before the first event as the retry policy says (``mmsp_io._retry``: 08 D21, D60).
-5. At the stop, the trace is written (a failure is a logged warning, 08 D27) and the stateful
-   turn recorded, both before the stop is yielded (spec 02 §9): steps of the attempt loop,
-   which assembles the assistant message only for a call that has them.
+3. The ``trace_id`` is checked for containment (08 D24), the plan's remote images fetched
+   (``mmsp_io._images``, 08 D37), and the request built with the credentials and
+   ``default_headers`` (``CallPlan.request``).
+4. The attempt loop (``mmsp_io._attempts``) streams it, retrying what fails before the first
+   event as the retry policy says (``mmsp_io._retry``, 08 D21, D60); at the stop, before it is
+   yielded, the trace is written and the stateful turn recorded (its stop steps).
 
-``list_models`` follows every page (``mmsp_io._listing``, spec 04 §5).
+``list_models`` follows every page (``mmsp_io._listing``, spec 04 §5); the constructor's
+arguments are checked by ``mmsp_io._settings`` (08 D69).
 
 The key-safety rule (spec 04 §3, 08 D16, D25): the environment's key goes only to the
 environment's endpoint or the vendor default; a ``base_url`` given in code needs its
@@ -33,14 +29,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import attrs
 import httpx
 
@@ -53,29 +47,20 @@ from adapters.clients import (
     list_models_headers,
     same_family,
 )
-from mmsp_core.errors import (
-    AbortedError,
-    ConcurrentCallError,
-    MalformedEventError,
-    MMSPError,
-    UpstreamError,
-    redact,
-)
+from mmsp_core.errors import AbortedError, ConcurrentCallError, MalformedEventError, UpstreamError
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
 from . import tracer
-from ._attempts import Call, Sender, StopStep, now_ms, redacting
+from ._attempts import Call, Sender, StopStep, TraceStep, now_ms, redacting
 from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
 from ._transport import fast_http_client
-from .abort import AbortSignal, abortable
+from .abort import AbortSignal
 from .driver import Timeouts
 from .remote_images import IMAGE_LIMIT, RemoteImages
 
 __all__ = ["IMAGE_LIMIT", "AutoLLMClient"]
-
-_logger = logging.getLogger("mmsp_io")
 
 
 def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
@@ -336,7 +321,8 @@ class AutoLLMClient:
             raise AbortedError(client, signal.reason)
         if plan.trace_id:
             tracer.trace_files(self._trace_root, plan.trace_id, client)
-            at_stop = (functools.partial(self._write_trace, plan.trace_id), *at_stop)
+            trace = TraceStep(self._trace_root, plan.trace_id, client, self._model, self._api_key)
+            at_stop = (trace, *at_stop)
         call_timeouts = timeouts if timeouts is not None else self._timeouts
         images = await fetch_images(self._http, self._remote_images, plan.image_urls,
                                     client=client, signal=signal, timeouts=call_timeouts,
@@ -354,23 +340,6 @@ class AutoLLMClient:
         if self._traits.key_wins_over_default_headers:
             return _merge_headers(headers, self._default_headers, self._auth)
         return _merge_headers(headers, self._auth, self._default_headers)
-
-    async def _write_trace(self, trace_id: str, call: Call, assistant: UniMessage) -> None:
-        """Write the trace of this turn, a stop step; a failure is a logged warning (08 D27).
-
-        Raises:
-            AbortedError: the call's signal fired while writing.
-        """
-        plan = call.plan
-        write = functools.partial(tracer.write_trace, self._trace_root, trace_id,
-                                  self._client_type, self._model, [*plan.messages, assistant],
-                                  plan.config, secret=self._api_key)
-        with abortable(call.signal, self._client_type):
-            try:
-                await anyio.to_thread.run_sync(write)
-            except (OSError, MMSPError) as exc:
-                _logger.warning("%s: could not write the trace %r: %s", self._client_type,
-                                trace_id, redact(str(exc), self._api_key or ""))
 
     # -- list_models (spec 04 §5) ------------------------------------------------------------
 
