@@ -31,6 +31,7 @@ from mmsp_core.errors import (
     UnsupportedParameterError,
 )
 
+from ._aws import BEDROCK_SCHEME
 from ._rows import client_spec
 from ._spec import AuthForm, ClientSpec, ServiceAccountKeys
 
@@ -68,7 +69,9 @@ def credentials(
     the environment, read for the client's ``<P>_API_KEY`` and ``<P>_BASE_URL`` only (an empty
     value counts as unset). The base URL is the one given, else ``<P>_BASE_URL``, else the
     default endpoint. A key given in code always goes; the environment's key goes only where
-    ``environment_key_allowed`` says; an open server runs keyless otherwise (08 D40). On a
+    ``environment_key_allowed`` says; an open server runs keyless otherwise (08 D40). A base
+    URL of a cloud route (``bedrock://<region>``) comes back with ``api_key`` as given, even
+    none: the cloud's own credential sources apply there (``adapters._aws``, 08 D72). On a
     client row marked ``azure``, an Azure base URL follows Azure's rule (module docstring,
     08 D72): the URL comes back with its ``/openai/v1`` path and ``api-version`` query.
 
@@ -87,6 +90,9 @@ def credentials(
         if azure is not None:
             return azure
     url = base_url or environ.get(spec.base_url_env) or spec.default_base_url
+    if spec.route_for(url) is not None:
+        # A cloud route takes the cloud's own credentials, never <P>_API_KEY (08 D72).
+        return api_key, url
     if api_key is not None:
         return api_key, url
     if environment_key_allowed(client_type, base_url):
@@ -110,8 +116,9 @@ def auth_headers(
     Bearer clients send ``Authorization: Bearer <key>``; anthropic-official ``x-api-key``
     only; ant-messages both; the Google clients ``x-goog-api-key`` (never the URL, 08 D17).
     A client row marked ``azure`` whose ``base_url`` ``is_azure`` sends ``api-key: <key>``
-    only (08 D72). An open server (mmsp, the vLLM adapter) without a key sends nothing
-    (08 D40). An empty key counts as none.
+    only (08 D72). A cloud route's base URL (``bedrock://<region>``) sends nothing here: the
+    I/O layer signs each request for the cloud (08 D72). An open server (mmsp, the vLLM
+    adapter) without a key sends nothing (08 D40). An empty key counts as none.
 
     Raises:
         ApiKeyRequiredError: no key on a client that needs one (08 D25), or a key an HTTP header
@@ -120,6 +127,8 @@ def auth_headers(
         RoutingError: an unknown client type.
     """
     spec = client_spec(client_type)
+    if spec.route_for(base_url) is not None:
+        return ()
     azure = spec.azure and is_azure(base_url)
     if not api_key:
         if spec.open_server:
@@ -299,13 +308,14 @@ def _azure_endpoint(url: str) -> tuple[str, ...] | None:
 
 
 def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: str | None) -> None:
-    """Refuse the endpoints and keys this project leaves out (08 D23, spec 04 §3).
+    """Refuse the endpoints and keys this project leaves out (08 D23, D72, spec 04 §3).
 
     Call with the resolved base URL and key, before anything is sent. The key is never quoted
     in an error (08 D16).
 
     Raises:
-        UnsupportedOperationError: a ``bedrock://`` base URL (Amazon Bedrock); on a client for
+        UnsupportedOperationError: a ``bedrock://`` base URL on a client without a Bedrock
+            route (08 D72: only anthropic-official reaches Bedrock); on a client for
             which Vertex AI is a case (the Gemini API clients), a base URL whose host is
             ``aiplatform.googleapis.com`` or ends in ``-aiplatform.googleapis.com`` (08 D66),
             or a service-account JSON key (one starting with ``{``) on google-genai.
@@ -313,10 +323,11 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
             (04 §3), or an unknown client type.
     """
     spec = client_spec(client_type)
-    if base_url is not None and base_url.lower().startswith("bedrock://"):
+    bedrock = base_url is not None and base_url.lower().startswith(f"{BEDROCK_SCHEME}://")
+    if bedrock and spec.route_for(base_url) is None:
         raise UnsupportedOperationError(
             spec.client_type, "Amazon Bedrock",
-            detail="bedrock:// endpoints (SigV4 signing, AWS event streams) are out of scope",
+            detail="only anthropic-official reaches Bedrock (bedrock://<region>)",
         )
     if spec.service_account_keys is not ServiceAccountKeys.NOT_A_CASE and _vertex_host(base_url):
         raise UnsupportedOperationError(

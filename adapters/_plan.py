@@ -142,7 +142,7 @@ def read_call(
     ``sendable_first``, an empty history is refused before the config is read, as
     ``build_request`` always has (docs/decisions.md)."""
     model = _preflight.check_model_id(model, client_type, routing=False)
-    client, profile, protocol = resolve_named(client_type, model)
+    client, profile, protocol = resolve_named(client_type, model, base_url)
     checks = protocol.traits.base_preflight
     values = _preflight.read_messages(client, messages, check_values=checks)
     if created_at is not None:
@@ -156,7 +156,8 @@ def read_call(
         _preflight.warn_unknown_keys(client, settings, strict=strict, stacklevel=stacklevel)
     protocol.check_config(client, profile, model, settings)
     _check_extra_body(client, profile, protocol, model, settings)
-    fetches = canonical_client_type(client) is not None and needs_image_bytes(client, model)
+    fetches = canonical_client_type(client) is not None and needs_image_bytes(client, model,
+                                                                              base_url)
     return CallPlan(client, model, protocol, profile, tuple(values), settings,
                     _remote_images(values) if fetches else {}, strict, base_url)
 

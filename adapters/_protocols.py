@@ -31,3 +31,4 @@ for _package in (
     mmsp,
 ):
     _registry.register(_package.PROTOCOL)
+_registry.register(anthropic_messages.BEDROCK)  # a framing variant (08 D72)

@@ -19,22 +19,25 @@ __all__ = ["resolve", "resolve_named"]
 
 
 def resolve(
-    source: str, model: str | None = None
+    source: str, model: str | None = None, base_url: str | None = None
 ) -> tuple[ClientSpec, WireProtocol[Any], object]:
     """Return the client row, the protocol record and the profile of a client type or protocol
     name.
 
     A protocol name stands for its compatible client (09). A client type speaks the protocol
-    its row gives for ``model``'s class (``ClientSpec.speaks``, 08 D64); so does a protocol
-    name that is also a client type when a ``model`` is given (``google-genai`` with an
-    embedding id speaks ``google-embedding``).
+    its row gives for ``base_url``'s route (``bedrock://``, 08 D72) or ``model``'s class
+    (``ClientSpec.speaks``, 08 D64); so does a protocol name that is also a client type when a
+    ``model`` or a route's ``base_url`` is given (``google-genai`` with an embedding id speaks
+    ``google-embedding``).
 
     Raises:
         RoutingError: ``source`` is neither a client type nor a protocol name.
         UnsupportedOperationError: the client type's protocol is not implemented here yet.
     """
     record = PROTOCOLS.get(source) if isinstance(source, str) else None
-    if record is not None and (model is None or canonical_client_type(source) is None):
+    if record is not None and (
+        (model is None and base_url is None) or canonical_client_type(source) is None
+    ):
         client = canonical_client_type(record.compatible_client or record.name)
         if client is None:
             raise RoutingError("", source, detail="the protocol has no compatible client row")
@@ -47,7 +50,7 @@ def resolve(
     spec = CLIENTS[client]
     if model is not None:
         _preflight.check_model_id(model, source, routing=False)
-    protocol, profile = spec.speaks(model)
+    protocol, profile = spec.speaks(model, base_url)
     record = PROTOCOLS.get(protocol)
     if record is None:
         raise UnsupportedOperationError(
@@ -70,13 +73,13 @@ def _unknown_source(source: object) -> str:
 
 
 def resolve_named(
-    source: str, model: str | None = None
+    source: str, model: str | None = None, base_url: str | None = None
 ) -> tuple[str, object, WireProtocol[Any]]:
     """The name errors use (the protocol name when decoding by protocol), the profile and the
-    record of ``source`` for ``model``.
+    record of ``source`` for ``model`` at ``base_url``.
 
     Raises:
         RoutingError, UnsupportedOperationError: as ``resolve``.
     """
-    spec, record, profile = resolve(source, model)
+    spec, record, profile = resolve(source, model, base_url)
     return (source if source in PROTOCOLS else spec.client_type), profile, record

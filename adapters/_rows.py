@@ -20,11 +20,13 @@ from typing import Any, Final
 from mmsp_core.errors import RoutingError
 
 from . import _registry
+from ._aws import BEDROCK_SCHEME
 from ._convert import model_key
 from ._preflight import check_model_id
 from ._registry import CLIENTS, canonical_client_type
-from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, ServiceAccountKeys
+from ._spec import AuthForm, ClientSpec, ListingForm, ModelClass, Route, ServiceAccountKeys
 from .anthropic_messages import profiles as anthropic_profiles
+from .anthropic_messages.bedrock import PROTOCOL_NAME as BEDROCK_PROTOCOL
 from .anthropic_messages.request import ANTHROPIC_VERSION
 from .google_genai import profiles as genai_profiles
 from .google_interactions import profiles as interactions_profiles
@@ -77,7 +79,9 @@ _SPECS: Final = (
             redirects=(("text-embedding-", "openai-embedding"),),
             profile=responses_profiles.OPENAI),
     _anthropic("anthropic-official", official=True, auth=AuthForm.X_API_KEY,
-               model_prefixes=("claude-",), profile=anthropic_profiles.OFFICIAL),
+               model_prefixes=("claude-",), profile=anthropic_profiles.OFFICIAL,
+               routes=(Route(BEDROCK_SCHEME, BEDROCK_PROTOCOL, anthropic_profiles.BEDROCK,
+                             inlines_remote_images=True),)),
     _google("google-official", "google-interactions", official=True,
             aliases=("gemini-official",), model_prefixes=("gemini-",),
             service_account_keys=ServiceAccountKeys.REFUSED, inlines_remote_images=True,
@@ -171,7 +175,7 @@ def route(model: str, client_type: str | None = None) -> str:
     return routed
 
 
-def needs_image_bytes(client_type: str, model: str) -> bool:
+def needs_image_bytes(client_type: str, model: str, base_url: str | None = None) -> bool:
     """Whether the I/O layer must fetch http(s) images into data URIs before building (08 D37).
 
     True for the clients whose builder inlines every remote image, openai-chat and
@@ -181,12 +185,17 @@ def needs_image_bytes(client_type: str, model: str) -> bool:
     ``detail`` rule measures remote images (05 §5: "openai-chat and the vLLM adapter apply the
     same GPT-5.6 rule ...; since http images are fetched into data URIs first, they are
     measured"). False for openai-official and openai-responses: their rule measures data URIs
-    only (05 §5: "http URLs are passed through unmeasured"). False for every other client.
+    only (05 §5: "http URLs are passed through unmeasured"). On a route (``base_url``), the
+    route's ``inlines_remote_images`` decides (05 §5: Bedrock fetches them). False for every
+    other client.
 
     Raises:
         RoutingError: an unknown client type.
     """
     spec = client_spec(client_type)
+    route = spec.route_for(base_url)
+    if route is not None:
+        return route.inlines_remote_images
     return spec.inlines_remote_images or (
         spec.measures_remote_images and "gpt-5.6" in model_key(model)
     )

@@ -35,6 +35,7 @@ __all__ = [
     "ClientSpec",
     "ErrorShape",
     "Finalizer",
+    "Framing",
     "ListingForm",
     "Machine",
     "ModelClass",
@@ -43,6 +44,7 @@ __all__ = [
     "Normalize",
     "ProfileT",
     "Render",
+    "Route",
     "ServiceAccountKeys",
     "SimulatorDialect",
     "Traits",
@@ -106,6 +108,27 @@ class ModelClass:
 
 @final
 @attrs.frozen
+class Route:
+    """A cloud that serves a client type's models under base URLs of its own scheme (08 D72):
+    ``bedrock://<region>`` on anthropic-official. The base URL names the cloud, not an
+    address: its credentials and endpoint are the cloud's (``adapters._aws``)."""
+
+    #: The base URL's scheme, matched case-insensitively: ``"bedrock"``.
+    scheme: str
+    #: The protocol the client speaks there: a framing variant of its own (08 D72).
+    protocol: str
+    #: The protocol's profile there.
+    profile: object = None
+    #: The builder sends remote images as bytes, so the I/O layer fetches them (05 §5).
+    inlines_remote_images: bool = False
+
+    def serves(self, base_url: str | None) -> bool:
+        """Whether ``base_url`` is one of this route's (``<scheme>://...``)."""
+        return base_url is not None and base_url.lower().startswith(f"{self.scheme}://")
+
+
+@final
+@attrs.frozen
 class ClientSpec:
     """Everything the pure and I/O layers need to know about one client type (spec 04 §1)."""
 
@@ -150,9 +173,19 @@ class ClientSpec:
     #: An Azure OpenAI base URL makes this client an Azure one (08 D72): the key goes as
     #: ``api-key`` and comes from ``AZURE_OPENAI_API_KEY`` (``adapters._credentials``).
     azure: bool = False
+    #: Clouds that serve this client's models under base URLs of their own (08 D72).
+    routes: tuple[Route, ...] = ()
 
-    def speaks(self, model: str | None) -> tuple[str, object]:
-        """The protocol and profile this client uses for ``model`` (its own for ``None``)."""
+    def route_for(self, base_url: str | None) -> Route | None:
+        """The route whose base URLs include ``base_url``, if any."""
+        return next((route for route in self.routes if route.serves(base_url)), None)
+
+    def speaks(self, model: str | None, base_url: str | None = None) -> tuple[str, object]:
+        """The protocol and profile this client uses for ``model`` (its own for ``None``) at
+        ``base_url``: a route's, else a model class's, else its own."""
+        route = self.route_for(base_url)
+        if route is not None:
+            return route.protocol, route.profile
         if model is not None and self.model_classes:
             key = model.lower()
             for model_class in self.model_classes:
@@ -303,7 +336,7 @@ class SimulatorDialect:
     request_id_header: str
     #: ``(status, message) -> JSON error body`` of a non-2xx answer.
     error_body: Callable[[int, str], dict[str, Any]]
-    #: The message of a 401 for a wrong key.
+    #: The message of a 401 (``bad_key_status``) for a wrong key.
     bad_key_message: str
     #: The in-stream error frame ``Reply.error_after`` appends (an overload, 08 D4).
     stream_error: bytes
@@ -324,6 +357,38 @@ class SimulatorDialect:
     #: How Azure OpenAI serves this protocol too (08 D72): the dialect of its endpoint, which
     #: the simulator serves beside this one; ``None``: Azure does not serve it.
     azure: SimulatorDialect | None = None
+    #: The status of an answer to a wrong key or signature (AWS answers 403).
+    bad_key_status: int = 401
+    #: The SigV4 service a request may sign for instead of sending the key (08 D72: Bedrock's
+    #: ``bedrock``), checked against the simulator's AWS test key; ``None``: none.
+    signing_service: str | None = None
+    #: The environment variable that points this protocol's clients at the simulator, for a
+    #: cloud route whose base URL names the cloud rather than an address (08 D72: Bedrock's
+    #: ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` with ``bedrock://<region>``); ``None``: a client is
+    #: given ``Simulator.base_url``. ``simulated_protocols`` leaves such a protocol out.
+    endpoint_variable: str | None = None
+
+
+class Framing(Protocol):
+    """A binary framing of a protocol's events (08 D72: Bedrock's AWS event stream), as the
+    conformance checks (``adapters.testing``) cut, read and rewrite a body of it."""
+
+    @property
+    def unknown_frame(self) -> bytes:
+        """A frame carrying an event no machine knows."""
+        ...
+
+    def frames(self, body: bytes) -> list[bytes]:
+        """The whole frames of ``body`` in order, then its unfinished tail, if any."""
+        ...
+
+    def document(self, frame: bytes) -> bytes | None:
+        """The JSON document ``frame`` carries (the event's data), ``None`` for none."""
+        ...
+
+    def reframe(self, frame: bytes, document: bytes) -> bytes:
+        """``frame`` carrying ``document`` instead of its own."""
+        ...
 
 
 @final
@@ -345,6 +410,9 @@ class Traits:
     error_shape: ErrorShape = ErrorShape()
     #: How the provider simulator serves this protocol; ``None``: it does not.
     dialect: SimulatorDialect | None = None
+    #: The binary framing of a protocol whose body is neither SSE nor one JSON document
+    #: (its ``new_decoder`` reads it); ``None`` for those two.
+    framing: Framing | None = None
 
 
 @final
@@ -369,7 +437,7 @@ class WireProtocol(Generic[ProfileT]):
     #: protocol whose wire carries fewer (an embedding endpoint reports only its input count).
     normalize_usage: Callable[[UsageMetadata], UsageMetadata] = _same_usage
     #: Bytes to SSE events: an event-stream decoder, a one-JSON-body decoder, or a binary
-    #: frame decoder.
+    #: frame decoder (whose framing ``traits.framing`` names).
     new_decoder: Callable[[], Decoder] = SSEDecoder
     #: ``StreamItems`` (the finalizer), or a checker that passes an already-public stream.
     new_finalizer: NewFinalizer = StreamItems

@@ -27,15 +27,17 @@ def new_pipeline(
 ) -> StreamPipeline:
     """Return a fresh pipeline for one response of ``source`` (a client type or protocol).
 
-    ``model`` selects the protocol of a client type that speaks several (08 D64).
+    ``model`` and ``base_url`` select the protocol of a client type that speaks several: by
+    model class (08 D64) or by route (``bedrock://<region>``, 08 D72); no machine reads the
+    base URL itself (08 D52).
 
-    ``clock=None`` stamps ``created_at=0`` (09); ``base_url`` is reserved (08 D52: no
-    machine needs it any more); ``strict`` makes unknown events raise ``UnknownEventError`` (08 D8).
+    ``clock=None`` stamps ``created_at=0`` (09); ``strict`` makes unknown events raise
+    ``UnknownEventError`` (08 D8).
 
     Raises:
         RoutingError, UnsupportedOperationError: as ``resolve``.
     """
-    client, profile, protocol = resolve_named(source, model)
+    client, profile, protocol = resolve_named(source, model, base_url)
     return pipeline_for(client, profile, protocol, strict=strict, clock=clock, base_url=base_url)
 
 

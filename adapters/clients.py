@@ -5,6 +5,8 @@ One name for what four modules hold, each of one concern:
 * ``adapters._rows``: the client rows (``CLIENTS``), ``client_spec``, ``route``,
   ``needs_image_bytes`` and the family filter of ``list_models`` (04 §1, §2);
 * ``adapters._credentials``: the key-safety rule, auth headers and endpoints (04 §3, §4);
+* ``adapters._aws`` and ``adapters._sigv4``: Amazon Bedrock's endpoint, its credential
+  sources and SigV4 signing (08 D72);
 * ``adapters._listing``: the ``list_models`` requests and pages (04 §5);
 * ``adapters._supported``: the catalog's values and ``list_supported_models`` (04 §7).
 
@@ -14,6 +16,15 @@ the base URL and the environment it read, and sends the requests these functions
 
 from __future__ import annotations
 
+from ._aws import (
+    AWS_EXTRA,
+    SIGNING_SERVICE,
+    AwsCredentials,
+    AwsSource,
+    BedrockEndpoint,
+    aws_credentials,
+    bedrock_endpoint,
+)
 from ._credentials import (
     auth_headers,
     check_endpoint,
@@ -25,12 +36,18 @@ from ._credentials import (
 from ._listing import ModelPage, list_models_headers, list_models_path, parse_model_page
 from ._registry import CLIENTS, canonical_client_type
 from ._rows import client_spec, needs_image_bytes, route, same_family
+from ._sigv4 import sign as sigv4_sign
 from ._spec import AuthForm, ClientSpec, ListingForm
 from ._supported import Modality, ModelPricing, SupportedModel, list_supported_models
 
 __all__ = [
+    "AWS_EXTRA",
     "CLIENTS",
+    "SIGNING_SERVICE",
     "AuthForm",
+    "AwsCredentials",
+    "AwsSource",
+    "BedrockEndpoint",
     "ClientSpec",
     "ListingForm",
     "Modality",
@@ -38,6 +55,8 @@ __all__ = [
     "ModelPricing",
     "SupportedModel",
     "auth_headers",
+    "aws_credentials",
+    "bedrock_endpoint",
     "canonical_client_type",
     "check_endpoint",
     "client_spec",
@@ -52,4 +71,5 @@ __all__ = [
     "parse_model_page",
     "route",
     "same_family",
+    "sigv4_sign",
 ]

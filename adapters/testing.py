@@ -31,8 +31,16 @@ check but the event-stream ones: its body is one JSON document, decoded whole, b
 in chunkings, with CRLF line endings and with whitespace around it (JSON's own whitespace, so
 the same outcome), and with hostile values at any path of that document.
 
+A protocol in a binary framing (``record.traits.framing``: Bedrock's AWS event stream, 08 D72)
+gets the checks of its frames instead of the SSE ones, and no line-ending one (its bytes are
+not text): decoded whole, byte by byte, in chunkings and cut after every frame; with a frame
+carrying an unknown event between every two frames (the same outcome when not strict,
+``UnknownEventError`` when strict); and with hostile values at any path of the JSON document
+each frame carries (its event's data, inside the frame's own encoding).
+
 Fixtures: ``fixtures`` is a directory or an iterable of body paths. In a directory the bodies
-are the files named ``<case>.sse`` or ``<case>.json`` (``<case>`` without a dot); a file with
+are the files named ``<case>.sse``, ``<case>.json`` or ``<case>.eventstream`` (an AWS event
+stream; ``<case>`` without a dot); a file with
 more suffixes (``<case>.expected.json``) is not a body. Every
 body needs ``<case>.expected.json`` beside it::
 
@@ -79,6 +87,7 @@ from mmsp_core.wire import to_wire
 
 from . import new_pipeline, render, resolve
 from ._registry import PROTOCOLS
+from ._spec import Framing
 
 if TYPE_CHECKING:
     from hypothesis import HealthCheck, settings
@@ -107,7 +116,7 @@ KEEP_ALIVE: Final = b": keep-alive\n\n"
 
 _EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE_END: Final = re.compile(rb"\r\n|\n|\r")
-_BODY_SUFFIXES: Final = (".sse", ".json")
+_BODY_SUFFIXES: Final = (".sse", ".json", ".eventstream")
 
 Run = tuple[list[UniEvent], BaseException | None]
 
@@ -196,6 +205,11 @@ def _expected_path(body: Path) -> Path:
 def _event_stream(source: str) -> bool:
     """Whether ``source``'s protocol reads an event stream (its decoder is an SSE decoder)."""
     return isinstance(resolve(source)[1].new_decoder(), SSEDecoder)
+
+
+def _framing(source: str) -> Framing | None:
+    """The binary framing of ``source``'s protocol, if it has one."""
+    return resolve(source)[1].traits.framing
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,6 +349,10 @@ def check_recording(
     events, error = decode_every_way(source, body, examples=examples, base_url=base_url)
     check_expected(events, error, expected)
     whole = outcome(events, error)
+    framing = _framing(source)
+    if framing is not None:
+        _check_frames(source, body, framing, whole, base_url=base_url)
+        return
     assert _comparable(source, [to_crlf(body)], base_url=base_url) == whole, "CRLF differs"
     if not _event_stream(source):
         padded = b" \r\n\t" + body + b"\n\n "
@@ -348,6 +366,24 @@ def check_recording(
         assert isinstance(strict_error, UnknownEventError), "strict mode let an unknown event by"
 
 
+def _check_frames(
+    source: str, body: bytes, framing: Framing, whole: Any, *, base_url: str | None
+) -> None:
+    """The checks of a body in a binary framing (module docstring): cut after every frame,
+    and an unknown event between every two frames.
+
+    Raises:
+        AssertionError: naming the check that failed.
+    """
+    frames = framing.frames(body)
+    assert _comparable(source, frames, base_url=base_url) == whole, "a cut between frames differs"
+    noisy = framing.unknown_frame.join(frames)
+    assert _comparable(source, [noisy], base_url=base_url) == whole, "unknown events changed it"
+    _, strict_error = _run(source, [noisy], strict=True, base_url=base_url)
+    if len(frames) > 1:
+        assert isinstance(strict_error, UnknownEventError), "strict mode let an unknown event by"
+
+
 # --------------------------------------------------------------------------------------------
 # Only MMSPError (08 D59)
 # --------------------------------------------------------------------------------------------
@@ -356,14 +392,20 @@ def check_recording(
 @attrs.frozen
 class _Document:
     """One JSON document of a body: an SSE event's data (``lines`` are its other lines, in
-    order) or, for a one-body protocol, the whole body (``lines`` is ``None``)."""
+    order), the document a binary ``frame`` carries, or, for a one-body protocol, the whole
+    body (``lines`` and ``frame`` are ``None``)."""
 
     lines: tuple[bytes, ...] | None
     value: Any
+    frame: bytes | None = None
 
 
-def _documents(body: bytes, event_stream: bool) -> list[bytes | _Document]:
+def _documents(
+    body: bytes, event_stream: bool, framing: Framing | None
+) -> list[bytes | _Document]:
     """``body`` cut into raw pieces and the JSON documents hostile values go into."""
+    if framing is not None:
+        return [_framed_document(framing, frame) for frame in framing.frames(body)]
     if not event_stream:
         try:
             return [_Document(None, json.loads(body))]
@@ -383,17 +425,29 @@ def _documents(body: bytes, event_stream: bool) -> list[bytes | _Document]:
     return pieces
 
 
+def _framed_document(framing: Framing, frame: bytes) -> bytes | _Document:
+    """The JSON document ``frame`` carries, or ``frame`` itself when it carries none."""
+    document = framing.document(frame)
+    try:
+        return frame if document is None else _Document(None, json.loads(document), frame)
+    except ValueError:
+        return frame
+
+
 def _is_data(line: bytes) -> bool:
     return line == b"data" or line.startswith(b"data:")
 
 
-def _write(pieces: Sequence[bytes | _Document]) -> bytes:
+def _write(pieces: Sequence[bytes | _Document], framing: Framing | None) -> bytes:
     from mmsp_core.testing.strategies import dumps
 
     out: list[bytes] = []
     for piece in pieces:
         if isinstance(piece, bytes):
             out.append(piece)
+        elif piece.frame is not None:
+            assert framing is not None
+            out.append(framing.reframe(piece.frame, dumps(piece.value).encode()))
         elif piece.lines is None:
             out.append(dumps(piece.value).encode())
         else:
@@ -416,7 +470,8 @@ def check_only_mmsp_errors(source: str, body: bytes, *, examples: int | None = N
 
     from mmsp_core.testing.strategies import apply_edits, edits
 
-    pieces = _documents(body, _event_stream(source))
+    framing = _framing(source)
+    pieces = _documents(body, _event_stream(source), framing)
     positions = [i for i, piece in enumerate(pieces) if isinstance(piece, _Document)]
     assert positions, "the body holds no JSON document to put values into"
 
@@ -430,7 +485,7 @@ def check_only_mmsp_errors(source: str, body: bytes, *, examples: int | None = N
             assert isinstance(document, _Document)
             changes = data.draw(edits(document.value), label="edits")
             hostile[position] = attrs.evolve(document, value=apply_edits(document.value, changes))
-        events, error = _run(source, [_write(hostile)], strict=strict)
+        events, error = _run(source, [_write(hostile, framing)], strict=strict)
         assert not isinstance(error, StreamProtocolError), f"a library defect: {error!r}"
         if error is None:
             assert_stream_grammar(events)

@@ -389,6 +389,9 @@ _RETRYABLE_WORDS: Final = (
     "unavailable",
     "resource_exhausted",
     "timeout",
+    # Bedrock's throttlingException and modelNotReadyException (08 D72).
+    "throttl",
+    "notready",
 )
 _RETRYABLE_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 

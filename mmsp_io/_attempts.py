@@ -4,9 +4,10 @@
 ``AutoLLMClient``), then makes attempts until one gives its first event:
 
 1. An attempt opens the stream (``open_stream``) with a fresh pipeline
-   (``CallPlan.new_pipeline``) and waits for its first event. With a signal, each wait for an
-   event runs under ``abortable`` (none across a ``yield``, and no scope at all without a
-   signal).
+   (``CallPlan.new_pipeline``), its request first given a cloud's credentials by the client's
+   ``Authorizer`` if it has one (Bedrock signs each attempt, 08 D72), and waits for its first
+   event. With a signal, each wait for an event runs under ``abortable`` (none across a
+   ``yield``, and no scope at all without a signal).
 2. An error before the first event is retried as ``retry_wait`` decides (``mmsp_io._retry``),
    after a wait under the signal; once an event has been yielded nothing is retried.
 3. When the call has stop steps (``Call.at_stop``: writing the trace, recording the stateful
@@ -14,8 +15,8 @@
    from them and handed to each step in turn before the stop is yielded (spec 02 §9); a call
    without steps collects nothing.
 
-Every ``MMSPError`` leaving the call, the preflight's included, has the client's key redacted
-from it (``redacting``, 08 D61).
+Every ``MMSPError`` leaving the call, the preflight's included, has the client's key and its
+authorizer's secrets redacted from it (``redacting``, 08 D61).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, aclosing, contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
@@ -43,7 +45,7 @@ from ._retry import retry_wait
 from .abort import AbortSignal, abortable
 from .driver import ErrorForStatus, Timeouts, open_stream
 
-__all__ = ["Call", "Sender", "StopStep", "TraceStep", "now_ms", "redacting"]
+__all__ = ["Authorizer", "Call", "Sender", "StopStep", "TraceStep", "now_ms", "redacting"]
 
 _logger = logging.getLogger("mmsp_io")
 
@@ -57,15 +59,31 @@ def now_ms() -> int:
 
 
 @contextmanager
-def redacting(secret: str | None) -> Iterator[None]:
-    """Remove ``secret`` from every ``MMSPError`` raised in the block (08 D61): every field,
-    ``args`` and the exception chain, after the pure layers built and shortened the text."""
+def redacting(*secrets: str | None) -> Iterator[None]:
+    """Remove each of ``secrets`` from every ``MMSPError`` raised in the block (08 D61): every
+    field, ``args`` and the exception chain, after the pure layers built and shortened the
+    text."""
     try:
         yield
     except MMSPError as exc:
-        if secret:
-            redact_error(exc, secret)
+        for secret in secrets:
+            if secret:
+                redact_error(exc, secret)
         raise
+
+
+class Authorizer(Protocol):
+    """A cloud's credentials, added to the request of each attempt (08 D72: Bedrock's SigV4
+    signature, made at the attempt's time; ``mmsp_io._bedrock.BedrockAuth``)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets it holds, redacted from every error (08 D61)."""
+        ...
+
+    async def authorize(self, request: HTTPRequest, url: str) -> HTTPRequest:
+        """``request``, to be sent to ``url``, with its credentials."""
+        ...
 
 
 @attrs.frozen
@@ -94,6 +112,9 @@ class Sender:
     error_for_status: ErrorForStatus | None
     #: The client's key, redacted from every error (08 D61).
     secret: str | None
+    #: Adds a cloud's credentials to each attempt's request; ``None``: the request carries
+    #: its credentials already.
+    authorizer: Authorizer | None = None
 
     async def stream(
         self, prepare: Callable[[], Awaitable[Call]]
@@ -105,7 +126,8 @@ class Sender:
                 what the last attempt raised, once it may not be retried (its ``detail``
                 saying why, 08 D21, D60); whatever the stream or a stop step raises.
         """
-        with redacting(self.secret):
+        hidden = self.authorizer.secrets if self.authorizer is not None else ()
+        with redacting(self.secret, *hidden):
             call = await prepare()
             async with AsyncExitStack() as stack:
                 first, events = await self._first_event(call, stack)
@@ -151,8 +173,11 @@ class Sender:
         """
         async with AsyncExitStack() as attempt:
             with abortable(call.signal, self.client):
+                request = call.request
+                if self.authorizer is not None:
+                    request = await self.authorizer.authorize(request, call.url)
                 events: AsyncIterator[UniEvent] = await attempt.enter_async_context(open_stream(
-                    self.http, call.url, call.request, call.plan.new_pipeline(now_ms),
+                    self.http, call.url, request, call.plan.new_pipeline(now_ms),
                     client=self.client, timeouts=call.timeouts,
                     error_for_status=self.error_for_status, started=call.started,
                 ))

@@ -47,11 +47,18 @@ from adapters.clients import (
     list_models_headers,
     same_family,
 )
-from mmsp_core.errors import AbortedError, ConcurrentCallError, MalformedEventError, UpstreamError
+from mmsp_core.errors import (
+    AbortedError,
+    ConcurrentCallError,
+    MalformedEventError,
+    UnsupportedOperationError,
+    UpstreamError,
+)
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
 from . import tracer
 from ._attempts import Call, Sender, StopStep, TraceStep, now_ms, redacting
+from ._bedrock import bedrock_auth
 from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
@@ -115,12 +122,15 @@ class AutoLLMClient:
     Raises:
         RoutingError: no client type can be chosen, or a service-account key on
             google-official.
-        ApiKeyRequiredError: the client needs a key and has none it may use (08 D25).
-        UnsupportedOperationError: a Bedrock endpoint, or a Vertex AI endpoint or key on a
-            Gemini client (08 D23, D66).
+        ApiKeyRequiredError: the client needs a key and has none it may use (08 D25), or
+            Bedrock credentials that cannot be read (08 D72).
+        UnsupportedOperationError: a Bedrock base URL on a client other than
+            anthropic-official, or one that needs AWS's credential chain without botocore (the
+            extra ``aws``), or a Vertex AI endpoint or key on a Gemini client (08 D66, D72).
         UnsupportedParameterError: ``parameter="base_url"`` for a base URL no request can go
-            to: not http(s), no host or a malformed one, a port outside 1-65535 (08 D69;
-            checked after the Bedrock and Vertex rules).
+            to: not http(s), no host or a malformed one, a port outside 1-65535; on Bedrock,
+            ``bedrock://`` without a region, or an endpoint variable that is no such URL
+            (08 D69, D72; checked after the Bedrock and Vertex rules).
         TypeError: ``http_client`` is not an ``httpx.AsyncClient``, ``timeouts`` not a
             ``Timeouts``, ``max_retries`` not an int, ``default_headers`` not a mapping of
             strings (08 D69), ``remote_images`` not a ``RemoteImages``.
@@ -153,10 +163,14 @@ class AutoLLMClient:
             self._client_type, api_key or None, base_url or None, os.environ
         )
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
-        check_base_url(self._client_type, self._base_url, self._api_key)
-        self._auth = adapters.auth_headers(self._client_type, self._api_key)
+        # Bedrock (bedrock://<region>) authorizes each attempt at its own endpoint (08 D72).
+        self._cloud = bedrock_auth(self._client_type, self._base_url, self._api_key, os.environ)
+        self._endpoint = self._cloud.base_url if self._cloud is not None else self._base_url
+        check_base_url(self._client_type, self._endpoint, self._api_key)
+        self._auth = adapters.auth_headers(self._client_type, self._api_key, self._base_url)
         self._default_headers = tuple((default_headers or {}).items())
-        self._traits = adapters.protocol_traits(client_spec(self._client_type).speaks(model)[0])
+        spec = client_spec(self._client_type)
+        self._traits = adapters.protocol_traits(spec.speaks(model, self._base_url)[0])
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else fast_http_client()
         self._sender = Sender(
@@ -164,6 +178,7 @@ class AutoLLMClient:
             functools.partial(_gateway_error, self._client_type)
             if self._traits.upstream_errors else None,
             self._api_key,
+            self._cloud,
         )
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._strict = strict if strict is not None else debug_from_environment()
@@ -329,7 +344,7 @@ class AutoLLMClient:
                                     started=started)
         request = plan.request(images)
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
-        return Call(plan, request, join_url(self._base_url, request.path), call_timeouts,
+        return Call(plan, request, join_url(self._endpoint, request.path), call_timeouts,
                     signal, started, at_stop)
 
     def _with_credentials(
@@ -353,8 +368,12 @@ class AutoLLMClient:
             ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: the request failed
                 (``UpstreamError`` on ``mmsp``).
             MalformedEventError: the answer is not a model list.
+            UnsupportedOperationError: on Bedrock, which has no model list here (04 §5).
         """
         client = self._client_type
+        if self._cloud is not None:
+            raise UnsupportedOperationError(client, "list_models",
+                                            detail="Amazon Bedrock lists no models here")
         headers = self._with_credentials(list_models_headers(client))
         with redacting(self._api_key):
             ids = await model_ids(self._http, client, self._base_url, headers=headers,

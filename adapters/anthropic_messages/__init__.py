@@ -6,10 +6,14 @@
   cannot carry (08 D49);
 - ``usage``: the one mapping between the wire's usage JSON and ``UsageMetadata`` (06 §1),
   read by the machine and written by the renderer;
-- ``profiles``: what differs between the two client types, read by the builder (08 D63).
+- ``profiles``: what differs between the two client types, read by the builder (08 D63);
+- ``bedrock``: the same protocol on Amazon Bedrock, in the AWS event-stream framing, the
+  protocol ``ant-messages-bedrock`` of anthropic-official's ``bedrock://<region>`` route
+  (``BEDROCK``, 08 D72).
 
 The protocol name ``ant-messages``, used as a ``decode`` source, behaves as the ant-messages
-client (09). Model listing lives with the client registry (``adapters._listing``).
+client (09); ``ant-messages-bedrock`` as anthropic-official on Bedrock. Model listing lives
+with the client registry (``adapters._listing``).
 """
 
 from __future__ import annotations
@@ -18,12 +22,19 @@ from typing import Final
 
 from adapters._spec import Traits, WireProtocol
 
-from . import simulate
+from . import bedrock, simulate
 from .machine import AnthropicMessagesMachine
 from .render import normalize, render
 from .request import build_request, check_config
 
-__all__ = ["PROTOCOL", "AnthropicMessagesMachine", "build_request", "check_config", "render"]
+__all__ = [
+    "BEDROCK",
+    "PROTOCOL",
+    "AnthropicMessagesMachine",
+    "build_request",
+    "check_config",
+    "render",
+]
 
 
 PROTOCOL: Final = WireProtocol(
@@ -34,4 +45,22 @@ PROTOCOL: Final = WireProtocol(
     render=render,
     traits=Traits(display_name="Anthropic Messages", dialect=simulate.DIALECT),
     normalize=normalize,
+)
+
+#: Anthropic Messages on Amazon Bedrock (08 D72): the request variant and the event-stream
+#: framing; AWS's error bodies (``{"message"}``) read with the default ``ErrorShape``.
+BEDROCK: Final = WireProtocol(
+    name=bedrock.PROTOCOL_NAME,
+    new_machine=bedrock.BedrockMachine,
+    build_request=bedrock.build_request,
+    check_config=check_config,
+    render=bedrock.render,
+    traits=Traits(
+        display_name="Anthropic Messages on Amazon Bedrock",
+        dialect=simulate.BEDROCK_DIALECT,
+        framing=bedrock.FRAMING,
+    ),
+    normalize=normalize,
+    new_decoder=bedrock.BedrockDecoder,
+    compatible_client="anthropic-official",
 )

@@ -51,7 +51,7 @@ raises ``MalformedEventError``, and the kernel lets nothing but ``MMSPError`` ou
 
 Not handled here on purpose: completeness (whether usage and finish reason arrived, whether
 tool arguments parse) is the finalizer's business, so ``finish()`` returns nothing; Bedrock's
-binary event stream is out of scope (08 D23).
+binary event stream is unwrapped into these events by ``bedrock`` (08 D72).
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn, TypeAlias
+
+from mypy_extensions import mypyc_attr
 
 from adapters._json import BadField, integer, loads_object, obj, opt_obj, opt_string, string
 from adapters._table import EMPTY, TableMachine, Transitions, skip, skip_rows
@@ -312,6 +314,8 @@ _TRANSITIONS: Final[Transitions] = {
 }
 
 
+# A compiled build (setup.py) lets Bedrock's machine (``bedrock``, not compiled) subclass it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class AnthropicMessagesMachine(TableMachine):
     """The Anthropic Messages machine: one client event per wire event (see module doc).
 

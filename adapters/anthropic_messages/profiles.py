@@ -1,18 +1,28 @@
 """Per-client data of the Anthropic Messages protocol (08 D63): one profile per client type.
 
 The machine and the builder read these fields; neither knows client names. The registry rows
-in ``adapters._rows`` name the profile of each client type. The two clients differ only in
-what the request may carry (05 §2.1, §2.8, §4.1, §5); the stream reads the same on both
-(08 D32).
+in ``adapters._rows`` name the profile of each client type, and ``BEDROCK`` is the profile of
+anthropic-official's Amazon Bedrock route (``bedrock://<region>``, 08 D72). They differ only
+in what the request may carry (05 §2.1, §2.8, §4.1, §5); the stream reads the same on every
+one (08 D32).
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Final, NamedTuple, final
 
 import attrs
 
-__all__ = ["COMPATIBLE", "OFFICIAL", "AnthropicProfile", "Generation", "Thinking"]
+__all__ = [
+    "BEDROCK",
+    "COMPATIBLE",
+    "OFFICIAL",
+    "AnthropicProfile",
+    "CacheControl",
+    "Generation",
+    "Thinking",
+]
 
 
 class Thinking(NamedTuple):
@@ -25,6 +35,18 @@ class Thinking(NamedTuple):
 _DISABLED: Final = Thinking("disabled", None)
 _BETWEEN_TOOLS: Final = Thinking("between_tools", None)
 _LOW: Final = Thinking("adaptive", "low")
+
+
+class CacheControl(enum.Enum):
+    """Where ``prompt_caching`` goes in the request (05 §4.1)."""
+
+    #: A top-level ``cache_control`` (anthropic-official on Anthropic's API).
+    TOP_LEVEL = "top-level"
+    #: On the last content block of the last user message, with a ``ttl`` (Bedrock).
+    LAST_USER_BLOCK = "last-user-block"
+    #: Nowhere: the endpoint takes only the default, any other value is refused
+    #: (ant-messages).
+    DEFAULT_ONLY = "default-only"
 
 
 class Generation(NamedTuple):
@@ -57,12 +79,14 @@ class AnthropicProfile:
     #: Claude models only run at temperature 1.0: unset or 1.0 is accepted and not sent, any
     #: other value raises. Otherwise ``temperature`` is sent as given (05 §4.1).
     temperature_fixed: bool
-    #: ``prompt_caching`` is sent as a top-level ``cache_control``. Otherwise the endpoint
-    #: takes only the default, and nothing is sent for it (05 §4.1).
-    top_level_cache_control: bool
+    #: Where ``prompt_caching`` is sent (05 §4.1).
+    cache_control: CacheControl
     #: Thinking without a signature is replayed without a ``signature`` key; otherwise it is
     #: left out of the request (05 §5, 08 D30).
     replays_unsigned_thinking: bool
+    #: Whether the endpoint takes ``fast_mode`` at all; where it does, the generation row
+    #: decides (05 §4.1: Bedrock refuses it on every model).
+    fast_mode: bool = True
 
 
 #: anthropic-official: Anthropic's own API and its model generations (05 §1, §2.1, §4.1).
@@ -95,8 +119,13 @@ OFFICIAL: Final = AnthropicProfile(
         "Claude 4.7 and later", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
     ),
     temperature_fixed=True,
-    top_level_cache_control=True,
+    cache_control=CacheControl.TOP_LEVEL,
     replays_unsigned_thinking=False,
+)
+#: anthropic-official on Amazon Bedrock (08 D72): the same generations, but prompt caching
+#: marks the last block of the last user message, and fast mode is refused (05 §4.1).
+BEDROCK: Final = attrs.evolve(
+    OFFICIAL, cache_control=CacheControl.LAST_USER_BLOCK, fast_mode=False
 )
 #: ant-messages: any endpoint that speaks the Messages API. It sends whatever the caller asks
 #: for, whatever the model: the endpoint decides how a level runs (05 §2.8).
@@ -106,6 +135,6 @@ COMPATIBLE: Final = AnthropicProfile(
         "any model", None, _DISABLED, "xhigh", forced_tool_choice=True, fast_mode=True
     ),
     temperature_fixed=False,
-    top_level_cache_control=False,
+    cache_control=CacheControl.DEFAULT_ONLY,
     replays_unsigned_thinking=True,
 )

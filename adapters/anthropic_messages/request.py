@@ -1,14 +1,16 @@
 """Anthropic Messages requests: UniConfig and messages -> ``POST /v1/messages`` (spec 04 §4, 05).
 
 One builder serves every client of this protocol; what differs between them (the model
-generations a client knows, the temperature rule, prompt caching, replaying unsigned thinking)
-is the client's ``AnthropicProfile`` (``profiles``): anthropic-official knows Anthropic's model
-generations (05 §2.1, §4.1), ant-messages sends whatever the caller asks for to any Messages
-endpoint (05 §2.8). Config conversion runs first, then message conversion, so a config error
-wins over a message error (02 §8). Every UniConfig key is either sent by an explicit mapping
-below, ignored (``image_config``, ``tts_config``, ``embedding_config``, ``trace_id``, unknown
-keys in ``extra``), or rejected with ``UnsupportedParameterError`` before anything is sent
-(05 §4.1). ``thinking_level`` never raises (RFC-0003 §6.3).
+generations a client knows, the temperature rule, prompt caching, fast mode, replaying unsigned
+thinking) is the client's ``AnthropicProfile`` (``profiles``): anthropic-official knows
+Anthropic's model generations (05 §2.1, §4.1), ant-messages sends whatever the caller asks for
+to any Messages endpoint (05 §2.8). ``message_body`` is the body both this request and
+Bedrock's (``bedrock``, 08 D72) are built from. Config conversion runs first, then message
+conversion, so a config error wins over a message error (02 §8). Every UniConfig key is
+either sent by an explicit mapping below, ignored (``image_config``, ``tts_config``,
+``embedding_config``, ``trace_id``, unknown keys in ``extra``), or rejected with
+``UnsupportedParameterError`` before anything is sent (05 §4.1). ``thinking_level`` never
+raises (RFC-0003 §6.3).
 
 Messages are converted by ``adapters._build.walk_messages`` with ``_CONVERTERS``, one
 converter per item class Anthropic can take (05 §5).
@@ -42,15 +44,17 @@ from mmsp_core.model import (
 from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .machine import REDACTED_THINKING
-from .profiles import AnthropicProfile, Generation, Thinking
+from .profiles import AnthropicProfile, CacheControl, Generation, Thinking
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
     "FAST_MODE_BETA",
     "PATH",
+    "MessageBody",
     "build_request",
     "check_config",
+    "message_body",
 ]
 
 #: The ``anthropic-version`` header: the value the Anthropic Python SDK pinned by the
@@ -73,10 +77,18 @@ _EFFORTS: Final[Mapping[ThinkingLevel, str]] = {
     ThinkingLevel.MAX: "max",
 }
 _TOOL_CHOICES: Final[Mapping[str, str]] = {"auto": "auto", "none": "none", "required": "any"}
-_CACHE_CONTROL: Final[Mapping[PromptCaching, Mapping[str, str] | None]] = {
-    PromptCaching.ENABLE: {"type": "ephemeral"},
-    PromptCaching.ENHANCE: {"type": "ephemeral", "ttl": "1h"},
-    PromptCaching.DISABLE: None,
+#: ``prompt_caching`` -> the ``cache_control`` object, where the profile puts it (05 §4.1).
+_CACHE_CONTROL: Final[Mapping[CacheControl, Mapping[PromptCaching, Mapping[str, str] | None]]] = {
+    CacheControl.TOP_LEVEL: {
+        PromptCaching.ENABLE: {"type": "ephemeral"},
+        PromptCaching.ENHANCE: {"type": "ephemeral", "ttl": "1h"},
+        PromptCaching.DISABLE: None,
+    },
+    CacheControl.LAST_USER_BLOCK: {
+        PromptCaching.ENABLE: {"type": "ephemeral", "ttl": "5m"},
+        PromptCaching.ENHANCE: {"type": "ephemeral", "ttl": "1h"},
+        PromptCaching.DISABLE: None,
+    },
 }
 
 
@@ -157,15 +169,16 @@ def _thinking_json(block: Thinking, summary: bool | None) -> dict[str, str]:
 def _cache_control(
     client: str, profile: AnthropicProfile, caching: PromptCaching | None
 ) -> Mapping[str, str] | None:
-    """``prompt_caching`` (05 §4.1): a top-level ``cache_control`` where the profile says so.
+    """``prompt_caching`` (05 §4.1): the ``cache_control`` object, which goes where the
+    profile's ``cache_control`` says; ``None`` when nothing is sent.
 
     Raises:
-        UnsupportedParameterError: anything but the default on a client without a top-level
-            ``cache_control`` (ant-messages).
+        UnsupportedParameterError: anything but the default on a client that sends none
+            (ant-messages).
     """
     caching = PromptCaching(caching or PromptCaching.ENABLE)
-    if profile.top_level_cache_control:
-        return _CACHE_CONTROL[caching]
+    if profile.cache_control is not CacheControl.DEFAULT_ONLY:
+        return _CACHE_CONTROL[profile.cache_control][caching]
     if caching is not PromptCaching.ENABLE:
         raise UnsupportedParameterError(
             client, "prompt_caching", detail="a compatible endpoint only takes the default"
@@ -192,6 +205,8 @@ def _temperature(client: str, profile: AnthropicProfile, temperature: float | No
 class _ConfigPart(NamedTuple):
     fields: dict[str, Any]
     betas: tuple[str, ...]
+    #: The ``cache_control`` of the last user message's last block (Bedrock), if any.
+    block_cache_control: Mapping[str, str] | None
 
 
 def _convert_config(
@@ -208,11 +223,13 @@ def _convert_config(
     tool_choice = None
     if config.tool_choice is not None:
         tool_choice = _tool_choice(client, generation, config.tool_choice)
-    if config.fast_mode and not generation.fast_mode:
+    if config.fast_mode and not (profile.fast_mode and generation.fast_mode):
+        detail = "this model" if profile.fast_mode else "this endpoint"
         raise UnsupportedParameterError(
-            client, "fast_mode", detail="this model does not support fast mode"
+            client, "fast_mode", detail=f"{detail} does not support fast mode"
         )
     cache_control = _cache_control(client, profile, config.prompt_caching)
+    top_level = profile.cache_control is CacheControl.TOP_LEVEL
     block = _thinking_block(generation, config)
     tools = None
     if config.tools is not None:
@@ -231,7 +248,7 @@ def _convert_config(
         "tools": tools,
         "tool_choice": tool_choice,
         "speed": "fast" if config.fast_mode else None,
-        "cache_control": cache_control,
+        "cache_control": cache_control if top_level else None,
         "temperature": temperature,
     }
     fields: dict[str, Any] = {
@@ -239,7 +256,8 @@ def _convert_config(
         "stream": True,
     }
     fields.update((key, value) for key, value in optional.items() if value is not None)
-    return _ConfigPart(fields, (FAST_MODE_BETA,) if config.fast_mode else ())
+    betas = (FAST_MODE_BETA,) if config.fast_mode else ()
+    return _ConfigPart(fields, betas, None if top_level else cache_control)
 
 
 def check_config(
@@ -364,17 +382,23 @@ _CONVERTERS_REPLAYING_UNSIGNED: Final[Converters[_Block]] = {
 }
 
 
-def build_request(
+class MessageBody(NamedTuple):
+    """A Messages request body (in the key order of 04 §4) and the betas it needs."""
+
+    body: dict[str, Any]
+    betas: tuple[str, ...]
+
+
+def message_body(
     client: str,
     profile: AnthropicProfile,
     model: str,
     messages: Sequence[UniMessage],
     config: UniConfig,
-) -> HTTPRequest:
-    """Build ``POST /v1/messages`` for ``client`` (04 §4, 05 §4.1, §5).
-
-    The model id is sent exactly as given (08 D9). Headers carry no credentials
-    (``adapters.auth_headers`` adds them).
+) -> MessageBody:
+    """Build the Messages body of ``client`` and its betas (04 §4, 05 §4.1, §5); a
+    ``cache_control`` the profile puts on a block goes on the last block of the last user
+    message (05 §4.1: Bedrock).
 
     Raises:
         UnsupportedParameterError: see ``check_config``; raised before any message error.
@@ -390,12 +414,45 @@ def build_request(
     )
     walked = walk_messages(client, messages, converters, protocol_label=_PROTOCOL_LABEL)
     wire_messages = [{"role": each.message.role, "content": each.parts} for each in walked]
+    if config_part.block_cache_control is not None:
+        _mark_last_user_block(wire_messages, config_part.block_cache_control)
     body = {"model": model, "messages": wire_messages, **config_part.fields}
+    return MessageBody(body, config_part.betas)
+
+
+def _mark_last_user_block(
+    wire_messages: list[dict[str, Any]], cache_control: Mapping[str, str]
+) -> None:
+    """Put ``cache_control`` on the last content block of the last user message, if any."""
+    for message in reversed(wire_messages):
+        if message["role"] == "user" and message["content"]:
+            last = message["content"][-1]
+            message["content"][-1] = {**last, "cache_control": dict(cache_control)}
+            return
+
+
+def build_request(
+    client: str,
+    profile: AnthropicProfile,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
+) -> HTTPRequest:
+    """Build ``POST /v1/messages`` for ``client`` (04 §4, 05 §4.1, §5).
+
+    The model id is sent exactly as given (08 D9). Headers carry no credentials
+    (``adapters.auth_headers`` adds them).
+
+    Raises:
+        UnsupportedParameterError, InvalidMessageError, UnsupportedOperationError: as
+            ``message_body``.
+    """
+    built = message_body(client, profile, model, messages, config)
     headers = [
         ("content-type", "application/json"),
         ("accept", "text/event-stream"),
         ("anthropic-version", ANTHROPIC_VERSION),
     ]
-    if config_part.betas:
-        headers.append(("anthropic-beta", ",".join(config_part.betas)))
-    return HTTPRequest("POST", PATH, tuple(headers), encode_json_body(body))
+    if built.betas:
+        headers.append(("anthropic-beta", ",".join(built.betas)))
+    return HTTPRequest("POST", PATH, tuple(headers), encode_json_body(built.body))

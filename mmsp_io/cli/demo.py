@@ -1,9 +1,11 @@
-"""The ``demo`` command: an agent loop per simulated wire protocol, then one through an MMSP
-server, against the provider simulator on loopback (the package docstring)."""
+"""The ``demo`` command: an agent loop per simulated wire protocol, one on Amazon Bedrock, then
+one through an MMSP server, against the provider simulator on loopback (the package
+docstring)."""
 
 from __future__ import annotations
 
 import json
+import os
 from contextlib import aclosing
 from typing import Any, Final
 
@@ -19,6 +21,7 @@ from mmsp_core.model import (
 
 from .. import simulator
 from ..client import AutoLLMClient
+from ..simulator import bedrock
 from .printer import StreamPrinter
 
 _DEMO_QUESTION: Final = "What is the weather in Paris?"
@@ -42,6 +45,8 @@ _WEATHER_TOOL: Final = ToolSchema(
 )
 #: Model turns per agent loop at most, so a model that keeps calling tools cannot loop forever.
 _MAX_TURNS: Final = 4
+#: The base URL of the Bedrock turn (08 D72).
+_BEDROCK_URL: Final = "bedrock://us-east-1"
 
 
 def _get_weather(arguments: Any) -> str:
@@ -92,8 +97,36 @@ async def run(delay: float, printer: StreamPrinter) -> int:
                 model, api_key=_DEMO_KEY, base_url=base_url, client_type=spec.client_type
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
+        await _demo_bedrock(sim, printer)
         await _demo_gateway(sim, printer)
     return 0
+
+
+async def _demo_bedrock(sim: simulator.Simulator, printer: StreamPrinter) -> None:
+    """The agent turn on Amazon Bedrock (08 D72): anthropic-official with the base URL
+    ``bedrock://us-east-1``, pointed at the simulator by AWS's endpoint variable, its requests
+    signed (SigV4) with the simulator's AWS test key given as ``api_key``."""
+    _, record, _ = adapters.resolve("anthropic-official", base_url=_BEDROCK_URL)
+    dialect = record.traits.dialect
+    assert dialect is not None and dialect.endpoint_variable is not None
+    printer.line("")
+    printer.line(f"== {record.traits.display_name}: client anthropic-official, "
+                 f"{_BEDROCK_URL} at {sim.url}")
+    variable = dialect.endpoint_variable
+    saved = os.environ.get(variable)
+    os.environ[variable] = sim.url  # read when the client is built
+    try:
+        client = AutoLLMClient(
+            "global.anthropic.claude-sonnet-4-6", client_type="anthropic-official",
+            base_url=_BEDROCK_URL, api_key=f"{bedrock.TEST_ACCESS_KEY},{bedrock.TEST_SECRET_KEY}",
+        )
+    finally:
+        if saved is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = saved
+    async with client:
+        await _agent_loop(client, _DEMO_QUESTION, printer)
 
 
 async def _demo_gateway(sim: simulator.Simulator, printer: StreamPrinter) -> None:

@@ -20,12 +20,14 @@ def simulated_protocols() -> tuple[str, ...]:
 
     A gateway's protocol (``upstream_errors``: mmsp, whose every error is the gateway's own
     ``UpstreamError``) is served too, so that its client is tested without a gateway, but it is
-    not a provider's and is not listed here.
+    not a provider's and is not listed here; nor is a cloud route reached through an endpoint
+    variable rather than ``Simulator.base_url`` (``endpoint_variable``: Bedrock, 08 D72).
     """
     return tuple(
         name
         for name, record in adapters.PROTOCOLS.items()
         if record.traits.dialect is not None and not record.traits.upstream_errors
+        and record.traits.dialect.endpoint_variable is None
     )
 
 

@@ -18,6 +18,7 @@ import attrs
 import adapters
 
 from .. import httpserver
+from .bedrock import signed
 from .routing import (
     NEUTRAL_BAD_KEY_MESSAGE,
     NEUTRAL_REQUEST_ID_HEADER,
@@ -165,8 +166,9 @@ class Simulator:
                 reply = Reply(status=401, message=NEUTRAL_BAD_KEY_MESSAGE)
                 return self._error(None, reply), Reply()
             return self._models(request.path), Reply()
-        if not self._authorised(request, dialect.key_headers):
-            return self._error(dialect, Reply(status=401, message=dialect.bad_key_message)), Reply()
+        if not (self._authorised(request, dialect.key_headers) or signed(request, dialect)):
+            reply = Reply(status=dialect.bad_key_status, message=dialect.bad_key_message)
+            return self._error(dialect, reply), Reply()
         if not isinstance(request.json, Mapping):
             reply = Reply(status=400, message="The request body is not a JSON object.")
             return self._error(dialect, reply), reply
@@ -251,14 +253,17 @@ class Simulator:
             if dialect.annotate is not None:
                 body = dialect.annotate(body)
         content_type = reply.content_type or dialect.content_type
-        event_stream = content_type.startswith(EVENT_STREAM)
+        # A binary framing (Bedrock's event stream) is written as an SSE stream is: by event.
+        framing = adapters.PROTOCOLS[protocol].traits.framing
+        event_stream = content_type.startswith(EVENT_STREAM) or framing is not None
+        events = framing.frames if framing is not None else _sse_events
         if reply.error_after is not None:
-            body = b"".join(_sse_events(body)[: reply.error_after]) + dialect.stream_error
+            body = b"".join(events(body)[: reply.error_after]) + dialect.stream_error
         chunk_size = reply.chunk_size or self.chunk_size
         if chunk_size:
             chunks = _split(body, chunk_size)
         else:
-            chunks = _sse_events(body) if event_stream else [body]
+            chunks = events(body) if event_stream else [body]
         headers = [
             ("content-type", content_type),
             ("cache-control", "no-cache"),

@@ -363,10 +363,11 @@ SERVICE_ACCOUNT = '{"type": "service_account", "project_id": "p", "private_key":
 
 
 @pytest.mark.parametrize("base_url", ["bedrock://us-east-1", "BEDROCK://eu-west-1"])
-def test_bedrock_is_unsupported(base_url: str) -> None:
+def test_bedrock_is_reached_by_anthropic_official_only(base_url: str) -> None:
+    check_endpoint("anthropic-official", "global.anthropic.claude-opus-5", base_url, "a,b")
     with pytest.raises(UnsupportedOperationError) as caught:
-        check_endpoint("anthropic-official", "global.anthropic.claude-opus-5", base_url, "a,b")
-    assert caught.value.client == "anthropic-official"
+        check_endpoint("ant-messages", "global.anthropic.claude-opus-5", base_url, "a,b")
+    assert caught.value.client == "ant-messages"
     assert "Bedrock" in caught.value.operation
 
 

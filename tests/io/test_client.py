@@ -615,8 +615,13 @@ def test_an_unusable_base_url_is_refused_at_construction(base_url: str) -> None:
 
 
 def test_bedrock_is_checked_before_the_base_url() -> None:
+    # anthropic-official reaches Bedrock (08 D72); another client is refused before the
+    # base-URL rule, which would refuse the scheme.
+    bedrock = AutoLLMClient("claude-sonnet-5", api_key=KEY, base_url="bedrock://us-east-1")
+    assert bedrock.base_url == "bedrock://us-east-1"
     with pytest.raises(UnsupportedOperationError):
-        AutoLLMClient("claude-sonnet-5", api_key=KEY, base_url="bedrock://us-east-1")
+        AutoLLMClient("claude-sonnet-5", api_key=KEY, base_url="bedrock://us-east-1",
+                      client_type="ant-messages")
 
 
 @pytest.mark.parametrize("base_url", ["http://127.0.0.1:8080/v1", "https://[::1]:443/v1",
@@ -661,9 +666,9 @@ async def test_one_stream_resolves_its_client_type_once(monkeypatch: pytest.Monk
     resolved: list[str] = []
     real = adapters._resolve.resolve
 
-    def counted(source: str, model: str | None = None) -> Any:
+    def counted(source: str, model: str | None = None, base_url: str | None = None) -> Any:
         resolved.append(source)
-        return real(source, model)
+        return real(source, model, base_url)
 
     client = make(Provider(ok()))
     monkeypatch.setattr(adapters._resolve, "resolve", counted)
