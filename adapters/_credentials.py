@@ -34,6 +34,7 @@ from mmsp_core.errors import (
 from ._aws import BEDROCK_SCHEME
 from ._rows import client_spec
 from ._spec import AuthForm, ClientSpec, ServiceAccountKeys
+from ._vertex import VERTEX_URL, is_vertex, is_vertex_host
 
 __all__ = [
     "auth_headers",
@@ -71,7 +72,9 @@ def credentials(
     default endpoint. A key given in code always goes; the environment's key goes only where
     ``environment_key_allowed`` says; an open server runs keyless otherwise (08 D40). A base
     URL of a cloud route (``bedrock://<region>``) comes back with ``api_key`` as given, even
-    none: the cloud's own credential sources apply there (``adapters._aws``, 08 D72). On a
+    none: the cloud's own credential sources apply there (``adapters._aws``, 08 D72); so does
+    a Vertex client's (``adapters._vertex.is_vertex``), with the base URL given in code, else
+    a Vertex host the environment names, else ``https://aiplatform.googleapis.com``. On a
     client row marked ``azure``, an Azure base URL follows Azure's rule (module docstring,
     08 D72): the URL comes back with its ``/openai/v1`` path and ``api-version`` query.
 
@@ -93,6 +96,9 @@ def credentials(
     if spec.route_for(url) is not None:
         # A cloud route takes the cloud's own credentials, never <P>_API_KEY (08 D72).
         return api_key, url
+    if is_vertex(client_type, url, api_key):
+        # So does Vertex AI, at the origin given in code or its own (adapters._vertex).
+        return api_key, base_url or (url if is_vertex_host(url) else VERTEX_URL)
     if api_key is not None:
         return api_key, url
     if environment_key_allowed(client_type, base_url):
@@ -116,8 +122,9 @@ def auth_headers(
     Bearer clients send ``Authorization: Bearer <key>``; anthropic-official ``x-api-key``
     only; ant-messages both; the Google clients ``x-goog-api-key`` (never the URL, 08 D17).
     A client row marked ``azure`` whose ``base_url`` ``is_azure`` sends ``api-key: <key>``
-    only (08 D72). A cloud route's base URL (``bedrock://<region>``) sends nothing here: the
-    I/O layer signs each request for the cloud (08 D72). An open server (mmsp, the vLLM
+    only (08 D72). A cloud route's base URL (``bedrock://<region>``) and a Vertex client
+    (``adapters._vertex.is_vertex``) send nothing here: the I/O layer signs each request for
+    the cloud, or adds its OAuth token (08 D72). An open server (mmsp, the vLLM
     adapter) without a key sends nothing (08 D40). An empty key counts as none.
 
     Raises:
@@ -127,7 +134,7 @@ def auth_headers(
         RoutingError: an unknown client type.
     """
     spec = client_spec(client_type)
-    if spec.route_for(base_url) is not None:
+    if spec.route_for(base_url) is not None or is_vertex(client_type, base_url, api_key):
         return ()
     azure = spec.azure and is_azure(base_url)
     if not api_key:
@@ -315,10 +322,8 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
 
     Raises:
         UnsupportedOperationError: a ``bedrock://`` base URL on a client without a Bedrock
-            route (08 D72: only anthropic-official reaches Bedrock); on a client for
-            which Vertex AI is a case (the Gemini API clients), a base URL whose host is
-            ``aiplatform.googleapis.com`` or ends in ``-aiplatform.googleapis.com`` (08 D66),
-            or a service-account JSON key (one starting with ``{``) on google-genai.
+            route (08 D72: only anthropic-official reaches Bedrock); a Vertex AI host on
+            google-official (08 D72: Vertex is google-genai's, ``adapters._vertex``).
         RoutingError: a service-account JSON key on google-official, which only takes API keys
             (04 §3), or an unknown client type.
     """
@@ -329,31 +334,15 @@ def check_endpoint(client_type: str, model: str, base_url: str | None, api_key: 
             spec.client_type, "Amazon Bedrock",
             detail="only anthropic-official reaches Bedrock (bedrock://<region>)",
         )
-    if spec.service_account_keys is not ServiceAccountKeys.NOT_A_CASE and _vertex_host(base_url):
-        raise UnsupportedOperationError(
-            spec.client_type, "Vertex AI",
-            detail="Vertex AI endpoints (aiplatform.googleapis.com) are out of scope",
-        )
-    if api_key is None or not api_key.lstrip().startswith("{"):
+    if spec.service_account_keys is not ServiceAccountKeys.REFUSED:
         return
-    if spec.service_account_keys is ServiceAccountKeys.REFUSED:
+    if is_vertex_host(base_url):
+        raise UnsupportedOperationError(
+            spec.client_type, "Vertex AI", detail="Vertex AI serves Gemini through google-genai"
+        )
+    if api_key is not None and api_key.lstrip().startswith("{"):
         raise RoutingError(
             model, spec.client_type,
             detail=f"{spec.client_type} takes an API key, not a service-account JSON key; "
-            "such keys select Vertex AI, which is out of scope",
+            "such keys select Vertex AI, which google-genai reaches",
         )
-    if spec.service_account_keys is ServiceAccountKeys.VERTEX:
-        raise UnsupportedOperationError(
-            spec.client_type, "Vertex AI",
-            detail="service-account JSON keys (Vertex AI) are out of scope",
-        )
-
-
-def _vertex_host(base_url: str | None) -> bool:
-    """Whether ``base_url``'s host is Vertex AI's: ``aiplatform.googleapis.com`` or a regional
-    ``<location>-aiplatform.googleapis.com`` (08 D66)."""
-    try:
-        host = urllib.parse.urlsplit(base_url or "").hostname or ""
-    except ValueError:
-        return False
-    return host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com")

@@ -90,7 +90,7 @@ class ServiceAccountKeys(enum.Enum):
     NOT_A_CASE = "n/a"
     #: Refused with ``RoutingError``: the client only takes API keys (google-official).
     REFUSED = "refused"
-    #: Selects Vertex AI, out of scope: ``UnsupportedOperationError`` (google-genai, 08 D23).
+    #: Selects Vertex AI, as a Vertex host does (google-genai, 08 D72; ``adapters._vertex``).
     VERTEX = "vertex"
 
 
@@ -357,6 +357,10 @@ class SimulatorDialect:
     #: How Azure OpenAI serves this protocol too (08 D72): the dialect of its endpoint, which
     #: the simulator serves beside this one; ``None``: Azure does not serve it.
     azure: SimulatorDialect | None = None
+    #: How Vertex AI serves this protocol too (08 D72): the dialect of its endpoint, which
+    #: the simulator serves beside this one, its bearer tokens issued by the simulator's own
+    #: token endpoint (``mmsp_io.simulator.vertex``); ``None``: Vertex does not serve it.
+    vertex: SimulatorDialect | None = None
     #: The status of an answer to a wrong key or signature (AWS answers 403).
     bad_key_status: int = 401
     #: The SigV4 service a request may sign for instead of sending the key (08 D72: Bedrock's

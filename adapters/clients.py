@@ -7,6 +7,8 @@ One name for what four modules hold, each of one concern:
 * ``adapters._credentials``: the key-safety rule, auth headers and endpoints (04 §3, §4);
 * ``adapters._aws`` and ``adapters._sigv4``: Amazon Bedrock's endpoint, its credential
   sources and SigV4 signing (08 D72);
+* ``adapters._vertex``: Vertex AI's route on google-genai, its credential sources and calls
+  (08 D72);
 * ``adapters._listing``: the ``list_models`` requests and pages (04 §5);
 * ``adapters._supported``: the catalog's values and ``list_supported_models`` (04 §7).
 
@@ -39,12 +41,29 @@ from ._rows import client_spec, needs_image_bytes, route, same_family
 from ._sigv4 import sign as sigv4_sign
 from ._spec import AuthForm, ClientSpec, ListingForm
 from ._supported import Modality, ModelPricing, SupportedModel, list_supported_models
+from ._vertex import (
+    VERTEX_EXTRA,
+    VERTEX_SCOPE,
+    AuthorizedUser,
+    ServiceAccountKey,
+    VertexCredential,
+    VertexSource,
+    VertexSourceKind,
+    is_vertex,
+    on_vertex,
+    read_vertex_credential,
+    vertex_project,
+    vertex_source,
+)
 
 __all__ = [
     "AWS_EXTRA",
     "CLIENTS",
     "SIGNING_SERVICE",
+    "VERTEX_EXTRA",
+    "VERTEX_SCOPE",
     "AuthForm",
+    "AuthorizedUser",
     "AwsCredentials",
     "AwsSource",
     "BedrockEndpoint",
@@ -53,7 +72,11 @@ __all__ = [
     "Modality",
     "ModelPage",
     "ModelPricing",
+    "ServiceAccountKey",
     "SupportedModel",
+    "VertexCredential",
+    "VertexSource",
+    "VertexSourceKind",
     "auth_headers",
     "aws_credentials",
     "bedrock_endpoint",
@@ -63,13 +86,18 @@ __all__ = [
     "credentials",
     "environment_key_allowed",
     "is_azure",
+    "is_vertex",
     "join_url",
     "list_models_headers",
     "list_models_path",
     "list_supported_models",
     "needs_image_bytes",
+    "on_vertex",
     "parse_model_page",
+    "read_vertex_credential",
     "route",
     "same_family",
     "sigv4_sign",
+    "vertex_project",
+    "vertex_source",
 ]

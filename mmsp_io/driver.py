@@ -361,12 +361,15 @@ async def fetch_body(
     follow_redirects: bool = False,
     error_for_status: ErrorForStatus | None = None,
     started: float | None = None,
+    method: str = "GET",
+    content: bytes | None = None,
 ) -> tuple[bytes, httpx.Headers]:
-    """``GET`` a whole body of at most ``limit`` bytes, under the same timeouts as a stream.
+    """``GET`` (or ``method`` with ``content``) a whole body of at most ``limit`` bytes, under
+    the same timeouts as a stream.
 
-    Used for ``list_models`` (authenticated, so never redirected, 08 D16) and for remote images
-    (no credentials, so redirects may be followed, 08 D37). ``started`` is as for
-    ``open_stream``.
+    Used for ``list_models`` (authenticated, so never redirected, 08 D16), for remote images
+    (no credentials, so redirects may be followed, 08 D37) and for Vertex AI's token exchange
+    (a ``POST``, 08 D72). ``started`` is as for ``open_stream``.
 
     Returns:
         The body and the response headers.
@@ -380,7 +383,7 @@ async def fetch_body(
             (``what="response body"``).
     """
     deadlines = Deadlines.starting(client, timeouts, started)
-    request = http_client.build_request("GET", url, headers=headers,
+    request = http_client.build_request(method, url, headers=headers, content=content,
                                         timeout=http_timeout(http_client, timeouts))
     request.headers["accept-encoding"] = ACCEPT_ENCODING
     response = await _send(http_client, request, deadlines, follow_redirects=follow_redirects)

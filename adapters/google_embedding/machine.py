@@ -11,6 +11,9 @@ DONE). What this machine reads differs:
   embedding per request entry, in the order the builder sent them (one entry per message, so
   in input order; 04 §4). A missing ``values`` is an empty vector, which still stands for its
   input (06 §4). ``prompt_tokens`` is ``usageMetadata.promptTokenCount``, else null (08 D64);
+* Vertex AI's ``embedContent`` answer (08 D72) holds one ``embedding``, ``{"values",
+  "statistics"?: {"tokenCount"}}``: its vector, and ``prompt_tokens`` from its
+  ``statistics.tokenCount`` when no ``usageMetadata`` counts them (04 §4, ``usage``);
 * an ``error`` is Google's ``{"code", "message", "status"}``
   (``adapters._google.shapes.stream_error``, 08 D4).
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from adapters._embedding import EmbeddingMachine, Vectors
 from adapters._google.shapes import stream_error
-from adapters._json import BadField, numbers
+from adapters._json import BadField, numbers, obj
 from mmsp_core.errors import ProviderStreamError
 from mmsp_core.model import UsageMetadata
 
@@ -42,10 +45,12 @@ class GoogleEmbeddingMachine(EmbeddingMachine):
         """The vectors of the answer in request order, and its usage.
 
         Raises:
-            BadField: ``embeddings`` is not an array of objects whose ``values`` (if any) is
-                an array of numbers.
+            BadField: neither ``embeddings``, an array of objects, nor Vertex's ``embedding``,
+                an object; a ``values`` (if any) that is not an array of numbers.
         """
         embeddings = body.get("embeddings")
+        if embeddings is None and "embedding" in body:
+            embeddings = [obj(body, "embedding")]
         if type(embeddings) is not list:
             raise BadField("'embeddings' must be an array")
         found: Vectors = []

@@ -1,4 +1,5 @@
-"""Gemini embeddings requests: one ``batchEmbedContents`` call for every message (08 D64).
+"""Gemini embeddings requests: one ``batchEmbedContents`` call for every message (08 D64), or
+on Vertex AI one ``embedContent`` call of one message (08 D72).
 
 ``POST /v1/models/{model}:batchEmbedContents`` (spec 04 §4) with ``{"requests": [{"model":
 "models/<id>", "content": {"role", "parts"}, "outputDimensionality"?}, ...]}``: one request
@@ -16,7 +17,13 @@ URIs first (08 D37), and one that still reaches the builder is
 ``InvalidMessageError(item_type="image_url")``, as on generateContent. Any other kind is
 ``InvalidMessageError(item_type)``, and a message with no part
 ``InvalidMessageError(message_index)``. Role ``user``, or ``model`` for an assistant
-message. The profile is not read.
+message.
+
+On Vertex AI (an ``EmbeddingProfile``, 08 D72) the endpoint embeds one content per call:
+``POST /v1beta1/projects/<project>/locations/global/publishers/google/models/<model>:
+embedContent`` with ``{"content": {"role", "parts"}, "outputDimensionality"?}``; since one
+request keeps one pipeline (08 D64), more than one message is
+``UnsupportedParameterError(parameter="messages")`` naming the limit, before any request.
 """
 
 from __future__ import annotations
@@ -28,27 +35,38 @@ from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import parse_data_uri
-from mmsp_core.errors import InvalidMessageError
+from adapters._google.vertex import vertex_path
+from mmsp_core.errors import InvalidMessageError, UnsupportedParameterError
 from mmsp_core.model import ImageUrlDone, InlineDataDone, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
+
+from .profiles import EmbeddingProfile
 
 __all__ = ["API_VERSION", "HEADERS", "build_request", "check_config", "path"]
 
 #: The Gemini API version of the request path (08 D12: a module constant).
 API_VERSION: Final = "v1"
+#: The Vertex AI version of the request path (04 §4, 08 D72).
+VERTEX_API_VERSION: Final = "v1beta1"
 HEADERS: Final = (("content-type", "application/json"), ("accept", "application/json"))
 PROTOCOL_LABEL: Final = "Gemini embeddings"
 
 JSON = dict[str, Any]
 
 
-def path(model: str) -> str:
+def path(model: str, profile: EmbeddingProfile | None = None) -> str:
     """The request path of ``model``: the id quoted whole, so no character of it can change
-    the path."""
-    return f"/{API_VERSION}/models/{urllib.parse.quote(model, safe='')}:batchEmbedContents"
+    the path; on Vertex AI (``profile``) its ``embedContent`` under the project."""
+    segment = urllib.parse.quote(model, safe="")
+    if profile is not None:
+        base = vertex_path(VERTEX_API_VERSION, profile.vertex_project)
+        return f"{base}/models/{segment}:embedContent"
+    return f"/{API_VERSION}/models/{segment}:batchEmbedContents"
 
 
-def check_config(client: str, profile: None, model: str, config: UniConfig) -> None:
+def check_config(
+    client: str, profile: EmbeddingProfile | None, model: str, config: UniConfig
+) -> None:
     """Raise what ``build_request`` would raise for ``config`` alone: nothing, since config
     conversion never runs for an embedding model (05 §2.3, §4.4)."""
 
@@ -87,16 +105,28 @@ _CONVERTERS: Final[Converters[JSON]] = {
 
 
 def build_request(
-    client: str, profile: None, model: str, messages: Sequence[UniMessage], config: UniConfig
+    client: str,
+    profile: EmbeddingProfile | None,
+    model: str,
+    messages: Sequence[UniMessage],
+    config: UniConfig,
 ) -> HTTPRequest:
-    """Build the one ``batchEmbedContents`` request of every message (04 §4, 08 D64); headers
-    carry no key.
+    """Build the one ``batchEmbedContents`` request of every message (04 §4, 08 D64), or on
+    Vertex AI the ``embedContent`` request of the one message (08 D72); headers carry no key.
 
     Raises:
+        UnsupportedParameterError: ``parameter="messages"``: other than one message on
+            Vertex AI, which embeds one content per call.
         InvalidMessageError: an item an embedding cannot take (``item_type``), an image that
             is not a well-formed ``data:`` URI (``item_type="image_url"``), or a message with
             nothing to send (``message_index``).
     """
+    if profile is not None and len(messages) != 1:
+        raise UnsupportedParameterError(
+            client, "messages",
+            detail=f"Vertex AI embeds one content per call: send one message, not "
+            f"{len(messages)}",
+        )
     dimensions = config.embedding_config.dimensions if config.embedding_config else None
     entries = []
     for walked in walk_messages(client, messages, _CONVERTERS, protocol_label=PROTOCOL_LABEL):
@@ -105,4 +135,7 @@ def build_request(
         if dimensions is not None:
             entry["outputDimensionality"] = dimensions
         entries.append(entry)
+    if profile is not None:
+        vertex = {key: value for key, value in entries[0].items() if key != "model"}
+        return HTTPRequest("POST", path(model, profile), HEADERS, encode_json_body(vertex))
     return HTTPRequest("POST", path(model), HEADERS, encode_json_body({"requests": entries}))

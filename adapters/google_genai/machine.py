@@ -29,7 +29,11 @@ common chunk) is a ``Fragment`` (``adapters._table.client_event``, 08 D65).
 Parts, and the fragment each becomes (item id in brackets):
 
 * ``functionCall``: a whole ``tool_call`` in one fragment: the name, the ``id`` or else the
-  name, the ``args`` as JSON text (``"function_call"``);
+  name, the ``args`` as JSON text (``"function_call"``); or, when Vertex streams the
+  arguments (``willContinue``, ``partialArgs``; 08 D72), one fragment per part of the call:
+  the first with the name and id, each the JSON text its partial arguments add
+  (``partial_args``), the part without ``willContinue`` closing it. While such a call is
+  open any other part is malformed;
 * ``thought: true`` with ``inlineData``: ``inline_thinking`` (``"thought"``);
 * ``inlineData``: ``inline_data`` (``"inline_data"`` for images, else
   ``"inline_data:<mime>"``);
@@ -52,7 +56,7 @@ an empty signed thought part after a thought image signs that image (02 §4 step
 signature would be the second one of the current item, the part starts a new item (its id
 gets a serial number), so no item ever holds two. The machine follows the current item as
 the finalizer will (its kind, id and whether it is signed); that is all the state it keeps
-besides the usage so far and the function-call flag.
+besides the usage so far, the function-call flag and the arguments of a streamed call.
 
 Fields are read through the typed accessors of ``adapters._json``: a known field of the wrong
 JSON type is ``MalformedEventError`` (08 D59). The profile is not read: one machine serves
@@ -85,6 +89,7 @@ from mmsp_core.model import (
     UsageMetadata,
 )
 
+from .partial_args import StreamedArguments
 from .usage import read_usage
 
 __all__ = ["FINISH_REASONS", "SERVER_TOOL_PARTS", "GenAIMachine"]
@@ -157,23 +162,16 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
             call without a name.
         UnknownEventError: a part of an unknown kind, in strict mode.
     """
-    if len(part) == 1 and type(part.get("text")) is str:
+    if len(part) == 1 and type(part.get("text")) is str and machine._arguments is None:
         # The common part, plain text: the same as the general path below, minus its reads.
         text = part["text"]
         return Fragment(TEXT, text, machine.place("text", _TEXT, None)) if text else None
     signature = opt_string(part, "thoughtSignature")
     thought = _flag(part, "thought")
     if "functionCall" in part:
-        call = obj(part, "functionCall")
-        name = opt_string(call, "name")
-        if not name:
-            raise BadField("a functionCall without a name")
-        args = opt_obj(call, "args") or {}
-        machine._saw_call = True
-        # Python's default separators, non-ASCII kept (06 §4); parsed, it is the same object.
-        arguments = json.dumps(args, ensure_ascii=False)
-        fidelity = _fidelity(machine.place("tool_call", _CALL, signature, whole=True), signature)
-        return ToolCallDelta(name, opt_string(call, "id") or name, arguments, fidelity)
+        return _function_call(machine, obj(part, "functionCall"), signature)
+    if machine._arguments is not None:
+        raise BadField("a part other than a functionCall inside a streamed function call")
     inline = opt_obj(part, "inlineData")
     if inline is not None:
         data = _bytes(opt_string(inline, "data") or "")
@@ -210,6 +208,53 @@ def _part(machine: GenAIMachine, part: Mapping[str, Any]) -> Item | Fragment | N
                                      signature))
 
 
+def _function_call(
+    machine: GenAIMachine, call: Mapping[str, Any], signature: str | None
+) -> ToolCallDelta:
+    """The fragment of a ``functionCall`` part: a whole call, or a piece of a call whose
+    arguments Vertex streams (``partial_args``, 08 D72): the first piece carries the name
+    and the id (``id``, else the name), each piece the JSON text its partial arguments add,
+    the last one (without ``willContinue``) what closes the arguments.
+
+    Raises:
+        BadField: a call that begins without a name, a name inside a streamed call, a second
+            signature on one call, or malformed partial arguments.
+    """
+    name = opt_string(call, "name")
+    streamed = machine._arguments
+    partials = opt_array(call, "partialArgs")
+    continues = _flag(call, "willContinue")
+    first = streamed is None
+    if streamed is None:
+        if not name:
+            raise BadField("a functionCall without a name")
+        machine._saw_call = True
+        if not continues and partials is None:
+            # Python's default separators, non-ASCII kept (06 §4); parsed, the same object.
+            arguments = json.dumps(opt_obj(call, "args") or {}, ensure_ascii=False)
+            item_id = machine.place("tool_call", _CALL, signature, whole=True)
+            return ToolCallDelta(name, opt_string(call, "id") or name, arguments,
+                                 _fidelity(item_id, signature))
+        streamed = StreamedArguments()
+    elif name:
+        raise BadField("a functionCall with a name inside a streamed function call")
+    elif signature is not None and machine._has_signature:
+        raise BadField("a second signature on one function call")
+    pieces = []
+    for partial in partials or ():
+        if type(partial) is not dict:
+            raise BadField("a partial argument is not a JSON object")
+        pieces.append(streamed.push(partial))
+    if not continues:
+        pieces.append(streamed.close())
+    machine._arguments = streamed if continues else None
+    item_id = machine.place("tool_call", _CALL, signature, whole=first)
+    if first:
+        return ToolCallDelta(name or "", opt_string(call, "id") or name or "", "".join(pieces),
+                             _fidelity(item_id, signature))
+    return ToolCallDelta("", "", "".join(pieces), _fidelity(item_id, signature))
+
+
 def _fidelity(item_id: str, signature: str | None) -> dict[str, str]:
     """The client fidelity of a fragment: its item id, and its signature when it has one."""
     if signature is None:
@@ -241,7 +286,8 @@ class GenAIMachine(TableMachine):
     Built as ``adapters._spec.NewMachine``; ``base_url`` is reserved and not read (08 D52).
     """
 
-    __slots__ = ("_family", "_has_signature", "_item", "_kind", "_saw_call", "_serial", "_usage")
+    __slots__ = ("_arguments", "_family", "_has_signature", "_item", "_kind", "_saw_call",
+                 "_serial", "_usage")
 
     INITIAL = _State.STREAMING
     #: (state, wire event name) -> (handler, next state): the default SSE event is a chunk.
@@ -256,6 +302,8 @@ class GenAIMachine(TableMachine):
         self._usage: UsageMetadata | None = None
         #: A function call was seen: ``STOP`` means ``tool_call`` (06 §4).
         self._saw_call = False
+        #: The arguments of a call Vertex is still streaming (``partial_args``, 08 D72).
+        self._arguments: StreamedArguments | None = None
         # The current item as the finalizer sees it: its kind, the id family of its parts, its
         # id (the family, or family/serial after a split) and whether it holds a signature.
         self._kind: str | None = None

@@ -42,6 +42,7 @@ from adapters._build import Converters, MessageContext, item_kind, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
 from adapters._google.script import SCRIPT_SPLIT_TOKEN, script_turns
 from adapters._google.thinking import Mode, model_mode, thinking_level_for
+from adapters._google.vertex import vertex_path
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -88,9 +89,13 @@ JSON = dict[str, Any]
 
 
 def path(profile: GenAIProfile, model: str) -> str:
-    """The request path of ``model`` (04 §4), the id percent-encoded as one path segment."""
+    """The request path of ``model`` (04 §4), the id percent-encoded as one path segment; on
+    Vertex AI under the profile's project (``vertex_path``, 08 D72)."""
     segment = urllib.parse.quote(model, safe="")
-    return f"/{profile.api_version}/models/{segment}:streamGenerateContent?alt=sse"
+    models = f"/{profile.api_version}/models"
+    if profile.vertex_project is not None:
+        models = vertex_path(profile.api_version, profile.vertex_project) + "/models"
+    return f"{models}/{segment}:streamGenerateContent?alt=sse"
 
 
 # --------------------------------------------------------------------------------------------

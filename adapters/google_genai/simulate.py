@@ -4,7 +4,9 @@
 part of the route; spec 04 §4), the key in ``x-goog-api-key`` only (08 D17), Google's
 ``{"error": {"code", "message", "status"}}`` error bodies and ``GET /v1/models`` list
 (``adapters._google.shapes``), and a chunk holding an ``error`` object for an in-stream
-overload (08 D4).
+overload (08 D4). Vertex AI serves it too (``VERTEX``, 08 D72): its ``v1beta1`` path under a
+project, an OAuth bearer token instead of the key (which the simulator's token endpoint
+issues), and no model list.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from .._google import shapes
+from .._google.vertex import BAD_TOKEN_MESSAGE, route_pattern
 from .._spec import SimulatorDialect, Turn
 
-__all__ = ["DIALECT", "read_turn"]
+__all__ = ["DIALECT", "VERTEX", "read_turn"]
 
 
 def _texts(parts: Any) -> list[str]:
@@ -54,7 +59,7 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(question, tools, tuple(results))
 
 
-DIALECT: Final = SimulatorDialect(
+_GEMINI_API: Final = SimulatorDialect(
     route=("POST", r"/v1/models/[^/:]+:streamGenerateContent"),
     base_path="",
     key_headers=("x-goog-api-key",),
@@ -68,3 +73,10 @@ DIALECT: Final = SimulatorDialect(
     content_type="text/event-stream",
     model_list=shapes.model_list_body,
 )
+
+#: Vertex AI's endpoint of the protocol (08 D72).
+VERTEX: Final = attrs.evolve(
+    _GEMINI_API, route=("POST", route_pattern("streamGenerateContent")), key_headers=(),
+    bad_key_message=BAD_TOKEN_MESSAGE, model_list=None,
+)
+DIALECT: Final = attrs.evolve(_GEMINI_API, vertex=VERTEX)

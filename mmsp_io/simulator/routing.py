@@ -48,11 +48,13 @@ def dialect_of(protocol: str, *, azure: bool = False) -> adapters.SimulatorDiale
 
 
 def _served(dialect: adapters.SimulatorDialect | None) -> Iterator[adapters.SimulatorDialect]:
-    """``dialect`` and its Azure endpoint's, those that are there."""
+    """``dialect`` and its Azure and Vertex AI endpoints', those that are there."""
     if dialect is not None:
         yield dialect
         if dialect.azure is not None:
             yield dialect.azure
+        if dialect.vertex is not None:
+            yield dialect.vertex
 
 
 def route(method: str, path: str) -> tuple[str, adapters.SimulatorDialect] | None:

@@ -29,6 +29,7 @@ from .routing import (
     route,
 )
 from .script import EVENT_STREAM, Behaviour, RecordedRequest, Reply, demo_script
+from .vertex import TOKEN_PATH, VertexIssuer
 
 #: A request body longer than this is answered 413 (the simulator's buffers are bounded).
 _MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
@@ -86,6 +87,8 @@ class Simulator:
         self.script: collections.deque[Behaviour] = collections.deque()
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[RecordedRequest] = []
+        #: Vertex AI's token endpoint and the tokens its endpoints take (08 D72).
+        self.vertex = VertexIssuer()
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -157,6 +160,10 @@ class Simulator:
         """Decide the response to ``request``, routed to ``dialect`` (``None``: to no model
         endpoint): routing, credentials, then the script."""
         protocol = request.protocol
+        if protocol is None and (request.method, request.path) == ("POST", TOKEN_PATH):
+            status, document = self.vertex.token(request, self.url)
+            return _Response(status, [("content-type", "application/json")],
+                             [json.dumps(document).encode()], False), Reply()
         if protocol is None or dialect is None:
             key_headers = model_list_key_headers(request.path) if request.method == "GET" else ()
             if not key_headers:
@@ -166,7 +173,8 @@ class Simulator:
                 reply = Reply(status=401, message=NEUTRAL_BAD_KEY_MESSAGE)
                 return self._error(None, reply), Reply()
             return self._models(request.path), Reply()
-        if not (self._authorised(request, dialect.key_headers) or signed(request, dialect)):
+        if not (self._authorised(request, dialect.key_headers) or signed(request, dialect)
+                or self.vertex.issued(request, dialect)):
             reply = Reply(status=dialect.bad_key_status, message=dialect.bad_key_message)
             return self._error(dialect, reply), Reply()
         if not isinstance(request.json, Mapping):

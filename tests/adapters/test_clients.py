@@ -380,12 +380,9 @@ def test_service_account_key_on_google_official_is_a_routing_error() -> None:
     assert "SECRET-PK" not in repr(caught.value)
 
 
-def test_service_account_key_on_google_genai_is_unsupported() -> None:
-    with pytest.raises(UnsupportedOperationError) as caught:
-        check_endpoint("google-genai", "gemini-3.8-flash", None, "  " + SERVICE_ACCOUNT)
-    assert caught.value.client == "google-genai"
-    assert "Vertex" in caught.value.operation
-    assert "SECRET-PK" not in str(caught.value)
+def test_service_account_key_on_google_genai_selects_vertex() -> None:
+    """08 D72 replaces D23: the key is Vertex AI's credential (tests/adapters/test_vertex.py)."""
+    check_endpoint("google-genai", "gemini-3.8-flash", None, "  " + SERVICE_ACCOUNT)
 
 
 @pytest.mark.parametrize(

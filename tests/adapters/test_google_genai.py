@@ -1,8 +1,8 @@
-"""The generateContent machine and renderer (spec 06 §4; 02; 08 D4, D7, D51, D59, D66).
+"""The generateContent machine and renderer (spec 06 §4; 02; 08 D4, D7, D51, D59, D66, D72).
 
 The bodies of ``tests/fixtures/google-genai`` run through ``adapters.testing.check_protocol``
 (one test per check): the recordings of ``shared/fixtures/google-generate-content`` (the two
-Vertex ``partialArgs`` ones left out, 08 D66) and hand-written ``hand-*`` bodies for what no
+Vertex ``partialArgs`` ones included, 08 D72) and hand-written ``hand-*`` bodies for what no
 public recording shows (``MAX_TOKENS``, ``SAFETY``, a blocked prompt, an in-stream error, a
 thought image signed after it, audio chunks). The bodies below run whole, byte by byte and in
 random chunkings (``decode_every_way``), which must all agree.
