@@ -22,6 +22,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar, final
 
 import attrs
 
+from adapters._front import FrontDoor
 from mmsp_core.items import StreamItems
 from mmsp_core.model import DoneItem, FinishReason, UniConfig, UniMessage, UsageMetadata
 from mmsp_core.pipeline import Decoder, Finalizer, Machine
@@ -448,6 +449,8 @@ class WireProtocol(Generic[ProfileT]):
     #: The client type a protocol name stands for as a ``decode`` source (09); ``None``: the
     #: client type of the same name.
     compatible_client: str | None = None
+    #: How the gateway speaks this protocol to a caller (08 D73); ``None``: it does not.
+    front: FrontDoor | None = None
 
 
 #: The traits of a protocol that has client rows but no package yet.
