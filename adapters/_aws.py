@@ -146,7 +146,7 @@ def aws_credentials(
             (or the reverse), or a key an HTTP header cannot carry; no key is ever quoted.
     """
     if api_key:
-        return _checked(client, _from_api_key(client, api_key), "api_key")
+        return _checked(client, _from_api_key(client, api_key), ACCESS_KEY_VARIABLE)
     bearer = environ.get(BEARER_VARIABLE)
     if bearer:
         return _checked(client, AwsCredentials(AwsSource.API_KEY, BEARER_VARIABLE, bearer),
@@ -179,8 +179,9 @@ def _from_api_key(client: str, api_key: str) -> AwsCredentials:
     return AwsCredentials(AwsSource.ACCESS_KEYS, "api_key", parts[0], parts[1], token)
 
 
-def _checked(client: str, found: AwsCredentials, origin: str) -> AwsCredentials:
-    """``found``, whose every part an HTTP header can carry (printable ASCII).
+def _checked(client: str, found: AwsCredentials, variable: str) -> AwsCredentials:
+    """``found``, whose every part an HTTP header can carry (printable ASCII); an error names
+    ``variable``.
 
     Raises:
         ApiKeyRequiredError: a part holds another character (the key is not quoted).
@@ -188,8 +189,8 @@ def _checked(client: str, found: AwsCredentials, origin: str) -> AwsCredentials:
     parts = (found.key, found.secret_key, found.session_token)
     if all(part is None or all(" " < char <= "~" for char in part) for part in parts):
         return found
-    raise _key_error(client, origin if origin.isupper() else ACCESS_KEY_VARIABLE,
-                     f"the credentials from {origin} hold characters an HTTP header cannot carry")
+    raise _key_error(client, variable, f"the credentials from {found.origin} hold characters "
+                     "an HTTP header cannot carry")
 
 
 def _key_error(client: str, variable: str, detail: str) -> ApiKeyRequiredError:
