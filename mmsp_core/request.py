@@ -10,8 +10,11 @@ import attrs
 __all__ = ["CREDENTIAL_HEADERS", "HTTPRequest", "encode_json_body"]
 
 
-#: Header names whose values are credentials: never shown by ``repr`` (08 D16).
-CREDENTIAL_HEADERS: Final = frozenset({"authorization", "x-api-key", "x-goog-api-key"})
+#: Header names whose values are credentials: never shown by ``repr`` (08 D16): bearer tokens,
+#: the vendors' key headers, Azure OpenAI's ``api-key`` and an AWS session token (08 D72).
+CREDENTIAL_HEADERS: Final = frozenset(
+    {"authorization", "x-api-key", "x-goog-api-key", "api-key", "x-amz-security-token"}
+)
 
 
 @final

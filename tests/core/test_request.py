@@ -15,13 +15,15 @@ def test_repr_hides_every_credential_header() -> None:
             ("Authorization", f"Bearer {canary}"),
             ("x-api-key", canary),
             ("X-Goog-Api-Key", canary),
+            ("api-key", canary),  # Azure OpenAI
+            ("X-Amz-Security-Token", canary),  # an AWS session token (SigV4)
         ),
         b'{"a":1}',
     )
     text = repr(request)
     assert canary not in text
     assert "application/json" in text
-    assert text.count("[redacted]") == 3
+    assert text.count("[redacted]") == 5
 
 
 def test_json_body_is_compact_keeps_key_order_and_unicode() -> None:
