@@ -85,13 +85,21 @@ def json_pipeline(clock: Callable[[], int]) -> StreamPipeline:
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests see no client-related environment variable unless they set one.
 
+    Nor any cloud credential (08 D72): the Azure, AWS and Google variables are removed, the
+    AWS instance-metadata probe is disabled and the clouds' credential files point nowhere.
+
     Import it into a test module to apply it there (it is ``autouse``).
     """
     for name in list(os.environ):
-        if name in ("CLIENT_TYPE", "MMSP_DEBUG", "MMSP_CACHE_DIR") or name.endswith(
-            ("_API_KEY", "_BASE_URL")
-        ):
+        if name in ("CLIENT_TYPE", "MMSP_DEBUG", "MMSP_CACHE_DIR") or name.startswith(
+            ("AZURE_OPENAI_", "AWS_", "GOOGLE_APPLICATION_", "GOOGLE_CLOUD_")
+        ) or name.endswith(("_API_KEY", "_BASE_URL")):
             monkeypatch.delenv(name)
+    nowhere = os.path.join(os.sep, "nonexistent", "mmsp-test")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", nowhere)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", nowhere)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", nowhere)
 
 
 @contextmanager
