@@ -5,18 +5,19 @@
 
 1. An attempt opens the stream (``open_stream``) with a fresh pipeline
    (``CallPlan.new_pipeline``), its request first given a cloud's credentials by the client's
-   ``Authorizer`` if it has one (Bedrock signs each attempt, 08 D72), and waits for its first
-   event. With a signal, each wait for an event runs under ``abortable`` (none across a
-   ``yield``, and no scope at all without a signal).
+   ``Authorizer`` if it has one (Bedrock signs each attempt, Vertex AI adds its OAuth token,
+   08 D72), and waits for its first event. With a signal, each wait for an event runs under
+   ``abortable`` (none across a ``yield``, and no scope at all without a signal).
 2. An error before the first event is retried as ``retry_wait`` decides (``mmsp_io._retry``),
-   after a wait under the signal; once an event has been yielded nothing is retried.
+   after a wait under the signal; once an event has been yielded nothing is retried. A 401
+   whose credentials the authorizer can renew (Vertex's token) is tried once more at once.
 3. When the call has stop steps (``Call.at_stop``: writing the trace, recording the stateful
    turn), the done items are collected and, at the stop, the assistant message is assembled
    from them and handed to each step in turn before the stop is yielded (spec 02 §9); a call
    without steps collects nothing.
 
 Every ``MMSPError`` leaving the call, the preflight's included, has the client's key and its
-authorizer's secrets redacted from it (``redacting``, 08 D61).
+authorizer's secrets, as they are when it leaves, redacted from it (``redacting``, 08 D61).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import attrs
 import httpx
 
 from adapters import CallPlan
-from mmsp_core.errors import MMSPError, redact, redact_error
+from mmsp_core.errors import MMSPError, ProviderHTTPError, redact, redact_error
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import UniEvent, UniMessage
 from mmsp_core.request import HTTPRequest
@@ -85,6 +86,11 @@ class Authorizer(Protocol):
         """``request``, to be sent to ``url``, with its credentials."""
         ...
 
+    def unauthorized(self) -> bool:
+        """The endpoint answered 401: drop what was sent; whether one more attempt with new
+        credentials may succeed (08 D72: Vertex AI's token, fetched again once)."""
+        ...
+
 
 @attrs.frozen
 class Call:
@@ -126,15 +132,19 @@ class Sender:
                 what the last attempt raised, once it may not be retried (its ``detail``
                 saying why, 08 D21, D60); whatever the stream or a stop step raises.
         """
-        hidden = self.authorizer.secrets if self.authorizer is not None else ()
-        with redacting(self.secret, *hidden):
-            call = await prepare()
-            async with AsyncExitStack() as stack:
-                first, events = await self._first_event(call, stack)
-                if first is not None:
-                    yield first
-                async for event in events:
-                    yield event
+        try:
+            with redacting(self.secret):
+                call = await prepare()
+                async with AsyncExitStack() as stack:
+                    first, events = await self._first_event(call, stack)
+                    if first is not None:
+                        yield first
+                    async for event in events:
+                        yield event
+        except MMSPError:
+            # The authorizer's secrets as they are now: a token may come during the call.
+            with redacting(*(self.authorizer.secrets if self.authorizer is not None else ())):
+                raise
 
     async def _first_event(
         self, call: Call, stack: AsyncExitStack
@@ -144,13 +154,18 @@ class Sender:
         with ``stack``.
 
         Raises:
-            MMSPError: the error of the last attempt; ``AbortedError`` during a wait.
+            MMSPError: the error of the last attempt; ``AbortedError`` during a wait. A 401
+                the authorizer can answer with new credentials is tried once more first.
         """
         attempt = 0
+        reauthorized = False
         while True:
             try:
                 return await self._open(call, stack)
             except MMSPError as exc:
+                if not reauthorized and self._reauthorize(exc):
+                    reauthorized = True
+                    continue
                 delay = retry_wait(exc, attempt, max_retries=self.max_retries,
                                    total=call.timeouts.total,
                                    elapsed=anyio.current_time() - call.started)
@@ -161,6 +176,12 @@ class Sender:
             with abortable(call.signal, self.client):
                 await anyio.sleep(delay)
             attempt += 1
+
+    def _reauthorize(self, exc: MMSPError) -> bool:
+        """Whether ``exc`` is a 401 the authorizer answers by dropping its credentials, so that
+        one more attempt, at once and not counted as a retry, may succeed (08 D72)."""
+        return (isinstance(exc, ProviderHTTPError) and exc.status == 401
+                and self.authorizer is not None and self.authorizer.unauthorized())
 
     async def _open(
         self, call: Call, stack: AsyncExitStack

@@ -126,6 +126,10 @@ class BedrockAuth:
         kept = tuple(header for header in request.headers if header[0].lower() not in replaced)
         return attrs.evolve(request, headers=(*kept, *added))
 
+    def unauthorized(self) -> bool:
+        """Nothing to renew: each attempt is signed anew, so a 401 is the caller's to see."""
+        return False
+
     async def _from_chain(self) -> AwsCredentials:
         """The chain's current access keys: loaded once, and taken again when botocore says
         they need a refresh, each time in a worker thread (the module docstring).

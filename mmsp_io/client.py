@@ -63,6 +63,7 @@ from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
 from ._transport import fast_http_client
+from ._vertex import vertex_auth
 from .abort import AbortSignal
 from .driver import Timeouts
 from .remote_images import IMAGE_LIMIT, RemoteImages
@@ -123,10 +124,13 @@ class AutoLLMClient:
         RoutingError: no client type can be chosen, or a service-account key on
             google-official.
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25), or
-            Bedrock credentials that cannot be read (08 D72).
+            Bedrock credentials that cannot be read, or a Vertex client without any credential
+            source (08 D72).
         UnsupportedOperationError: a Bedrock base URL on a client other than
             anthropic-official, or one that needs AWS's credential chain without botocore (the
-            extra ``aws``), or a Vertex AI endpoint or key on a Gemini client (08 D66, D72).
+            extra ``aws``); a Vertex AI host on google-official, or a Vertex client on
+            google-genai without google-auth (the extra ``vertex``) or with an API key
+            (08 D66, D72).
         UnsupportedParameterError: ``parameter="base_url"`` for a base URL no request can go
             to: not http(s), no host or a malformed one, a port outside 1-65535; on Bedrock,
             ``bedrock://`` without a region, or an endpoint variable that is no such URL
@@ -173,14 +177,17 @@ class AutoLLMClient:
         self._traits = adapters.protocol_traits(spec.speaks(model, self._base_url)[0])
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else fast_http_client()
+        self._timeouts = timeouts if timeouts is not None else Timeouts()
+        # Vertex AI (a Vertex host or a service-account key) adds its OAuth token (08 D72).
+        self._vertex = vertex_auth(self._client_type, self._base_url, self._api_key, os.environ,
+                                   http=self._http, timeouts=self._timeouts)
         self._sender = Sender(
             self._client_type, self._http, max_retries,
             functools.partial(_gateway_error, self._client_type)
             if self._traits.upstream_errors else None,
             self._api_key,
-            self._cloud,
+            self._cloud or self._vertex,
         )
-        self._timeouts = timeouts if timeouts is not None else Timeouts()
         self._strict = strict if strict is not None else debug_from_environment()
         self._trace_root = tracer.trace_dir(trace_dir)
         self._remote_images = remote_images if remote_images is not None else RemoteImages()
@@ -332,6 +339,8 @@ class AutoLLMClient:
         started = anyio.current_time()
         plan = adapters.prepare(client, self._model, messages, config, base_url=self._base_url,
                                 strict=self._strict, created_at=now_ms())
+        if self._vertex is not None:
+            plan = await self._vertex.prepare(plan)
         if signal is not None and signal.aborted:
             raise AbortedError(client, signal.reason)
         if plan.trace_id:
@@ -368,12 +377,14 @@ class AutoLLMClient:
             ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: the request failed
                 (``UpstreamError`` on ``mmsp``).
             MalformedEventError: the answer is not a model list.
-            UnsupportedOperationError: on Bedrock, which has no model list here (04 §5).
+            UnsupportedOperationError: on Bedrock or Vertex AI, which have no model list here
+                (04 §5).
         """
         client = self._client_type
-        if self._cloud is not None:
+        if self._cloud is not None or self._vertex is not None:
+            cloud = "Amazon Bedrock" if self._cloud is not None else "Vertex AI"
             raise UnsupportedOperationError(client, "list_models",
-                                            detail="Amazon Bedrock lists no models here")
+                                            detail=f"{cloud} lists no models here")
         headers = self._with_credentials(list_models_headers(client))
         with redacting(self._api_key):
             ids = await model_ids(self._http, client, self._base_url, headers=headers,
