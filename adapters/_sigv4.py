@@ -93,6 +93,37 @@ def sign(
         added.append(("X-Amz-Security-Token", session_token))
     replaced = {"authorization", *(name.lower() for name, _ in added)}
     kept = [(name, value) for name, value in headers if name.lower() not in replaced]
+    canonical, signed_names = _canonical_request(method, parts, kept, added, body)
+    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
+    to_sign = "\n".join(
+        (_ALGORITHM, stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+    )
+    key = f"AWS4{secret_key}".encode()
+    for part in (stamp[:8], region, service, "aws4_request"):
+        key = _hmac(key, part)
+    signature = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    authorization = (
+        f"{_ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={signed_names}, "
+        f"Signature={signature}"
+    )
+    return (*added, ("Authorization", authorization))
+
+
+def _canonical_request(
+    method: str,
+    parts: urllib.parse.SplitResult,
+    kept: list[tuple[str, str]],
+    added: list[tuple[str, str]],
+    body: bytes,
+) -> tuple[str, str]:
+    """The canonical request of SigV4 and its signed header names, ``;``-joined: the headers
+    kept from the caller's and the ones the signature adds, less the never-signed ones, with
+    ``host`` from the URL when none was given; the payload hash a given
+    ``X-Amz-Content-Sha256`` names, else the body's.
+
+    Raises:
+        ValueError: a URL with no host or a bad port.
+    """
     signed: dict[str, list[str]] = {}
     for name, value in (*kept, *added):
         if name.lower() not in _UNSIGNED:
@@ -112,19 +143,7 @@ def sign(
         signed_names,
         payload_hash,
     ))
-    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
-    to_sign = "\n".join(
-        (_ALGORITHM, stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
-    )
-    key = f"AWS4{secret_key}".encode()
-    for part in (stamp[:8], region, service, "aws4_request"):
-        key = _hmac(key, part)
-    signature = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
-    authorization = (
-        f"{_ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={signed_names}, "
-        f"Signature={signature}"
-    )
-    return (*added, ("Authorization", authorization))
+    return canonical, signed_names
 
 
 def _hmac(key: bytes, text: str) -> bytes:
