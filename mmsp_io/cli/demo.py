@@ -1,6 +1,6 @@
-"""The ``demo`` command: an agent loop per simulated wire protocol, one on Amazon Bedrock, then
-one through an MMSP server, against the provider simulator on loopback (the package
-docstring)."""
+"""The ``demo`` command: an agent loop per simulated wire protocol, one on Amazon Bedrock, one on
+Vertex AI (when the extra ``vertex`` is installed), then one through an MMSP server, against
+the provider simulator on loopback (the package docstring)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from contextlib import aclosing
 from typing import Any, Final
 
 import adapters
+from adapters.clients import VERTEX_EXTRA
 from mmsp_core.model import (
     TextDone,
     ToolCallDone,
@@ -98,6 +99,7 @@ async def run(delay: float, printer: StreamPrinter) -> int:
             ) as client:
                 await _agent_loop(client, _DEMO_QUESTION, printer)
         await _demo_bedrock(sim, printer)
+        await _demo_vertex(sim, printer)
         await _demo_gateway(sim, printer)
     return 0
 
@@ -126,6 +128,23 @@ async def _demo_bedrock(sim: simulator.Simulator, printer: StreamPrinter) -> Non
         else:
             os.environ[variable] = saved
     async with client:
+        await _agent_loop(client, _DEMO_QUESTION, printer)
+
+
+async def _demo_vertex(sim: simulator.Simulator, printer: StreamPrinter) -> None:
+    """The agent turn on Vertex AI (08 D72): google-genai with a service-account key made for
+    the demo, which the simulator's token endpoint trusts, at the simulator's origin; without
+    google-auth, one line saying what to install."""
+    printer.line("")
+    try:
+        import google.auth  # noqa: F401  (the extra: only whether it is there)
+    except ImportError:
+        printer.line(f"== Vertex AI is left out: {VERTEX_EXTRA}")
+        return
+    printer.line(f"== Gemini generateContent on Vertex AI: client google-genai, {sim.url} "
+                 "(a service-account key made for the demo)")
+    async with AutoLLMClient("gemini-3.8-flash", client_type="google-genai", base_url=sim.url,
+                             api_key=sim.vertex.throwaway_key(sim.url)) as client:
         await _agent_loop(client, _DEMO_QUESTION, printer)
 
 

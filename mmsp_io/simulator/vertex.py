@@ -17,7 +17,7 @@ service-account key names ``<simulator URL>/token`` as its ``token_uri``):
 Either answers ``{"access_token", "expires_in": lifetime, "token_type": "Bearer"}``; anything
 else answers 400 with OAuth's ``{"error", "error_description"}``. ``revoke()`` forgets every
 token issued (a 401 follows, as after a real revocation); ``exchanges`` counts the tokens
-issued.
+issued. ``throwaway_key`` makes a service-account key the endpoint trusts (the demo's).
 """
 
 from __future__ import annotations
@@ -79,6 +79,23 @@ class VertexIssuer:
     def trust_user(self, client_id: str, client_secret: str, refresh_token: str) -> None:
         """Accept the refresh token of user credentials with their OAuth client."""
         self._users[client_id] = (client_secret, refresh_token)
+
+    def throwaway_key(self, url: str, project: str = "sim-project") -> str:
+        """A new service-account key (JSON text) for ``project``, trusted here, whose
+        ``token_uri`` is this endpoint at the simulator's origin ``url``."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        email = f"simulator@{project}.iam.gserviceaccount.com"
+        self.trust_key(email, key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        private = key.private_bytes(serialization.Encoding.PEM,
+                                    serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode("ascii")
+        return json.dumps({"type": "service_account", "project_id": project,
+                           "private_key": private, "client_email": email,
+                           "token_uri": url + TOKEN_PATH})
 
     def revoke(self) -> None:
         """Forget every token issued."""

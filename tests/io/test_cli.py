@@ -54,13 +54,17 @@ def test_demo_runs_an_agent_loop_for_every_wire_protocol(backend: str) -> None:
     result = run("demo", "--backend", backend, "--delay", "0")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    *sections, bedrock, gateway = result.stdout.split("\n== ")[1:]
+    *sections, bedrock, vertex, gateway = result.stdout.split("\n== ")[1:]
     protocols = simulator.simulated_protocols()
     assert len(sections) == len(protocols) >= 3
     # The Bedrock turn (08 D72): signed requests to the simulator, an event-stream answer.
     assert bedrock.startswith("Anthropic Messages on Amazon Bedrock: client anthropic-official, "
                               "bedrock://us-east-1 at http://127.0.0.1:")
     assert_in_order(bedrock, AGENT_TURN, "bedrock")
+    # The Vertex AI turn (08 D72): a key made for the demo, tokens from the simulator.
+    assert vertex.startswith("Gemini generateContent on Vertex AI: client google-genai, "
+                             "http://127.0.0.1:")
+    assert_in_order(vertex, AGENT_TURN, "vertex")
     first = adapters.resolve(protocols[0])[1].traits.display_name
     assert gateway.startswith("MMSP server at http://127.0.0.1:")
     assert gateway.splitlines()[0].endswith(f"in front of {first}: client mmsp")

@@ -13,6 +13,7 @@ token they bring in ``test_vertex_auth``.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -273,3 +274,17 @@ def test_an_api_key_on_a_vertex_host_is_refused_when_the_client_is_built() -> No
         AutoLLMClient("gemini-3.8-flash", client_type="google-genai", api_key="AIza-key-0123",
                       base_url="https://aiplatform.googleapis.com")
     assert caught.value.operation == "Vertex AI" and "AIza-key" not in str(caught.value)
+
+
+async def test_the_demo_says_what_to_install_without_google_auth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mmsp_io.cli import demo
+    from mmsp_io.cli.printer import StreamPrinter
+
+    monkeypatch.setitem(sys.modules, "google.auth", None)
+    out = io.StringIO()
+    async with Simulator.running() as sim:
+        await demo._demo_vertex(sim, StreamPrinter(out))
+    assert out.getvalue() == "\n== Vertex AI is left out: pip install 'mmsp-sansio[vertex]'\n"
+    assert not sim.requests
