@@ -1,4 +1,4 @@
-"""Keys go only where they belong and never show (spec 04 §3, 08 D16, D17, D24, D25).
+"""Keys go only where they belong and never show (spec 04 §3, 08 D16, D17, D24, D25, D61, D72).
 
 A canary key is followed through exception messages, ``repr``s, log lines (every logger, at
 DEBUG, over real loopback sockets) and trace files.
@@ -33,7 +33,7 @@ from mmsp_core import (
     to_wire,
 )
 from mmsp_io import AutoLLMClient
-from mmsp_io.simulator import Reply, Simulator
+from mmsp_io.simulator import RecordedRequest, Reply, Simulator
 
 __all__ = ["clean_environment"]
 
@@ -224,6 +224,43 @@ async def test_no_run_of_the_key_shows_in_any_error_the_client_raises(
     texts = [text for error in errors for text in shown_texts(error)]
     assert not any(leaks(text) for text in texts), texts
     assert not leaks(caplog.text)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["http", "in-stream"])
+async def test_no_run_of_a_vertex_private_key_or_token_shows(
+    where: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """08 D61 on Vertex AI (D72): an endpoint that echoes the request's OAuth token and a
+    piece of the service-account key's private key inside longer text, in an HTTP error or in
+    the stream, leaves no run of 12 characters of either in any error text or log record."""
+    from vertexkit import key_text, private_key_pem, trust
+
+    piece = private_key_pem()[64:160]
+    seen: list[str] = []
+
+    def echo(request: RecordedRequest) -> Reply:
+        token = (request.header("authorization") or "").removeprefix("Bearer ")
+        seen.append(token)
+        text = "x" * 36 + token + " " + piece + "y" * 200
+        if where == "http":
+            return Reply(status=400, message=text)
+        body = b"data: " + json.dumps({"error": {"code": 500, "message": text}}).encode()
+        return Reply(body=body + b"\n\n")
+
+    caplog.set_level(logging.DEBUG)
+    async with Simulator.running(echo) as sim:
+        trust(sim)
+        async with AutoLLMClient("gemini-3.8-flash", client_type="google-genai",
+                                 api_key=key_text(sim), base_url=sim.url,
+                                 max_retries=0) as client:
+            error = await first_error(client)
+    assert isinstance(error, ProviderHTTPError if where == "http" else ProviderStreamError)
+    texts = [*shown_texts(error), caplog.text]
+    for secret in (seen[0], piece):
+        tail = secret[8:]
+        runs = [tail[i : i + 12] for i in range(len(tail) - 11)]
+        assert not any(run in text for text in texts for run in runs), secret[:10]
 
 
 @pytest.mark.anyio
