@@ -60,6 +60,14 @@ content-filter refusal, code ``content_filter``), and Chat chunks carry Azure's
 ``prompt_filter_results`` and ``content_filter_results`` (the dialect's ``annotate``); the
 model list is at ``/azure/openai/v1/models``.
 
+Vertex AI (08 D72): a protocol whose dialect has a ``vertex`` dialect (generateContent,
+Gemini embeddings) is served a second time at Vertex's paths (``/v1beta1/projects/<p>/
+locations/<l>/publishers/google/models/<m>:streamGenerateContent``, ``:embedContent``) at the
+origin. There no key is taken: only a bearer token that the simulator's token endpoint
+(``POST /token``, ``sim.vertex``, ``mmsp_io.simulator.vertex``) issued for a service-account
+key registered with ``sim.vertex.trust_key`` (its RS256 assertion checked) or user credentials
+registered with ``sim.vertex.trust_user``; anything else gets Google's 401.
+
 Adding a protocol is its record's ``dialect``: nothing here changes.
 
 Where it lives
