@@ -11,9 +11,9 @@ arguments into the next piece of the arguments' JSON text, so the call streams a
 
 Rules, in the order the parts arrive:
 
-* ``jsonPath`` is ``$`` followed by segments: ``.key``, ``['key']`` / ``["key"]`` or
-  ``[index]``; it names the leaf the value goes to, inside objects (a key) and arrays (an
-  index). The root is an object.
+* ``jsonPath`` is ``$`` followed by segments: ``.key``, ``['key']`` / ``["key"]`` (JSON's
+  escapes inside, as RFC 9535 writes names) or ``[index]``; it names the leaf the value goes
+  to, inside objects (a key) and arrays (an index). The root is an object.
 * The containers a path needs are opened when its first value arrives and closed when a
   value arrives outside them or the call ends, so the paths must come in document order: a
   key written twice in one object, an array index other than the next one, or a path that
@@ -40,9 +40,11 @@ from adapters._json import BadField, opt_string
 
 __all__ = ["StreamedArguments", "parse_json_path"]
 
-#: One segment of a ``jsonPath``: ``.key``, ``['key']``, ``["key"]`` or ``[index]``.
+#: One segment of a ``jsonPath``: ``.key``, ``['key']``, ``["key"]`` (with JSON's escapes, as
+#: RFC 9535 writes names) or ``[index]``.
 _SEGMENT: Final = re.compile(
-    r"\.(?P<name>[^.\[\]]+)|\['(?P<single>[^']*)'\]|\[\"(?P<double>[^\"]*)\"\]|\[(?P<index>\d+)\]"
+    r"\.(?P<name>[^.\[\]]+)|\[(?P<single>'(?:[^'\\]|\\.)*')\]"
+    r"|\[(?P<double>\"(?:[^\"\\]|\\.)*\")\]|\[(?P<index>\d+)\]"
 )
 
 Segment = str | int
@@ -63,16 +65,32 @@ def parse_json_path(path: str) -> tuple[Segment, ...]:
         match = _SEGMENT.match(path, position)
         if match is None:
             raise BadField("a partial argument's jsonPath cannot be read")
-        index = match.group("index")
+        name, single, double, index = match.group("name", "single", "double", "index")
         if index is not None:
             segments.append(int(index))
+        elif name is not None:
+            segments.append(name)
         else:
-            segments.append(next(g for g in match.group("name", "single", "double")
-                                 if g is not None))
+            segments.append(_quoted(double or '"' + single[1:-1].replace("\\'", "'")
+                                    .replace('"', '\\"') + '"'))
         position = match.end()
     if not segments:
         raise BadField("a partial argument's jsonPath names the root, not a value")
     return tuple(segments)
+
+
+def _quoted(text: str) -> str:
+    """The name a double-quoted ``jsonPath`` segment writes, its escapes read as JSON's.
+
+    Raises:
+        BadField: an escape JSON does not have, or a raw control character.
+    """
+    try:
+        name = json.loads(text)
+    except ValueError:
+        raise BadField("a partial argument's jsonPath holds a malformed name") from None
+    assert isinstance(name, str)
+    return name
 
 
 class _Container:

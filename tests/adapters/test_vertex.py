@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from harness import FIXTURES, decode_every_way
+from hypothesis import given
+from hypothesis import strategies as st
 
 import adapters
 from adapters.clients import (
@@ -39,7 +41,13 @@ from mmsp_core.errors import (
     UnsupportedOperationError,
     UnsupportedParameterError,
 )
-from mmsp_core.model import EmbeddingDone, ToolCallDelta, UniMessage, UsageMetadata
+from mmsp_core.model import (
+    EmbeddingDone,
+    ToolCallDelta,
+    ToolCallDone,
+    UniMessage,
+    UsageMetadata,
+)
 
 SOURCE = "google-genai"
 QUESTION = UniMessage.user("What is the weather in Paris?")
@@ -179,6 +187,7 @@ def test_a_whole_call_between_streamed_ones_stays_whole() -> None:
         [partial("$", stringValue="1")],  # the root is no value
         [partial("a.b", stringValue="1")],  # no '$'
         [partial("$..a", stringValue="1")],  # unreadable
+        [partial('$["\\x"]', stringValue="1")],  # an escape JSON does not have
         [partial("$.a")],  # no value
         [partial("$.a", numberValue="1")],  # a number of the wrong JSON type
         [partial("$.a", boolValue=1)],
@@ -215,11 +224,62 @@ def test_a_call_left_open_at_the_finish_is_not_a_call() -> None:
     assert not [i for e in out for i in e.content_items if i.type == "tool_call.done"]
 
 
+_LEAVES = (st.text(max_size=12) | st.integers(-10**6, 10**6) | st.booleans() | st.none()
+           | st.floats(allow_nan=False, allow_infinity=False, width=32))
+_KEYS = st.text(min_size=1, max_size=6)
+#: JSON values without empty containers (a partial argument names a leaf, so an empty object
+#: or array has no partial argument to open it).
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, min_size=1, max_size=3)
+    | st.dictionaries(_KEYS, inner, min_size=1, max_size=3),
+    max_leaves=8,
+)
+
+
+def _partials(value: Any, path: str, cuts: st.DataObject) -> list[dict[str, Any]]:
+    """The partial arguments that stream ``value`` at ``path``, in document order, each
+    string cut where ``cuts`` draws."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items()
+                for p in _partials(item, f"{path}[{json.dumps(key)}]", cuts)]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value)
+                for p in _partials(item, f"{path}[{index}]", cuts)]
+    if isinstance(value, str):
+        points = sorted(cuts.draw(st.lists(st.integers(0, len(value)), max_size=3)))
+        pieces = [value[a:b] for a, b in zip([0, *points], [*points, len(value)], strict=True)]
+        return [partial(path, more=i < len(pieces) - 1, stringValue=piece)
+                for i, piece in enumerate(pieces)]
+    if value is None:
+        return [partial(path, nullValue="NULL_VALUE")]
+    if isinstance(value, bool):
+        return [partial(path, boolValue=value)]
+    return [partial(path, numberValue=value)]
+
+
+@given(st.dictionaries(_KEYS, _VALUES, max_size=4), st.data())
+def test_any_arguments_streamed_in_parts_come_back_whole(
+    arguments: dict[str, Any], cuts: st.DataObject
+) -> None:
+    """Whatever JSON object Vertex streams as partial arguments, in document order and with
+    its strings cut anywhere, the fragments join into JSON text of that object, whole and byte
+    by byte."""
+    body = b"".join([*streamed(*_partials(arguments, "$", cuts)),
+                     chunk({"text": ""}, finish="STOP")])
+    whole = list(adapters.decode(SOURCE, [body]))
+    assert list(adapters.decode(SOURCE, [body[i : i + 1] for i in range(len(body))])) == whole
+    text = "".join(f.arguments for f in call_fragments(whole))
+    [done] = [i for e in whole for i in e.content_items if isinstance(i, ToolCallDone)]
+    assert json.loads(text) == arguments == done.arguments
+
+
 @pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("path", "segments"),
     [("$.a", ("a",)), ("$.a.b[2]", ("a", "b", 2)), ("$['x y'][0]", ("x y", 0)),
-     ('$["a.b"].c', ("a.b", "c"))],
+     ('$["a.b"].c', ("a.b", "c")), ('$["a\\"b\\u001f"]', ('a"b\x1f',)),
+     ("$['x\\'y\"z']", ("x'y\"z",))],
 )
 def test_json_paths(path: str, segments: tuple[object, ...]) -> None:
     assert parse_json_path(path) == segments
