@@ -33,6 +33,7 @@ from mmsp_core.model import (
     FinishReason,
     TextDone,
     ThinkingDone,
+    ToolCallDelta,
     ToolCallDone,
     ToolResultDone,
     ToolSchema,
@@ -64,6 +65,7 @@ WEATHER = ToolSchema(
 )
 QUESTION = UniMessage("user", (TextDone("What is the weather in Paris?"),))
 CONFIG = UniConfig(tools=(WEATHER,))
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "google-genai"
 VERTEX_PREFIX = f"/v1beta1/projects/{PROJECT}/locations/global/publishers/google/models/"
 
 
@@ -159,6 +161,30 @@ async def test_embeddings_run_on_vertex_one_content_per_call() -> None:
     [call] = model_calls(sim)
     assert call.json == {"content": {"role": "user", "parts": [{"text": "The cat sat."}]},
                          "outputDimensionality": 3}
+
+
+@pytest.mark.parametrize("chunk_size", [None, 5])
+async def test_streamed_function_arguments_arrive_as_fragments_of_one_call(
+    chunk_size: int | None,
+) -> None:
+    """Vertex's recorded ``partialArgs`` stream, through the client: each call's fragments, the
+    first with its name and id, join into its arguments (08 D72)."""
+    recording = FIXTURES / "vertex-partial-args-streaming.sse"
+    async with Simulator.running(Reply.recorded(recording, chunk_size=chunk_size)) as sim:
+        trust(sim)
+        async with client_for(sim, "gemini-3.1-pro-preview") as client:
+            events, error = await collect(client.streaming_response([QUESTION], CONFIG))
+    assert error is None
+    assert_stream_grammar(events)
+    calls = [item for item in done_items(events) if isinstance(item, ToolCallDone)]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("getWeather", {"location": "Boston"}), ("getWeather", {"location": "San Francisco"})]
+    fragments = [item for event in events if event.event_type == "delta"
+                 for item in event.content_items if isinstance(item, ToolCallDelta)]
+    assert [f.name for f in fragments if f.name] == ["getWeather", "getWeather"]
+    assert "".join(f.arguments for f in fragments) == (
+        '{"location": "Boston"}{"location": "San Francisco"}')
+    assert events[-1].finish_reason == FinishReason.TOOL_CALL
 
 
 async def test_a_revoked_token_is_fetched_again_once_after_the_401() -> None:
