@@ -12,6 +12,7 @@ from . import _protocols  # noqa: F401  (installs the built-in protocols)
 from ._errors import provider_http_error, read_error_body, upstream_http_error
 from ._json import BadField, loads_object
 from ._plan import CallPlan, prepare
+from ._pricing import catalog_pricing, price
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
 from ._requests import build_request, check_config, coerce_config, coerce_messages
 from ._resolve import resolve
@@ -49,6 +50,7 @@ __all__ = [
     "WireProtocol",
     "auth_headers",
     "build_request",
+    "catalog_pricing",
     "check_config",
     "check_endpoint",
     "client_spec",
@@ -65,6 +67,7 @@ __all__ = [
     "new_pipeline",
     "parse_model_page",
     "prepare",
+    "price",
     "protocol_traits",
     "provider_http_error",
     "read_error_body",
