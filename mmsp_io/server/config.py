@@ -29,6 +29,26 @@ Three optional objects tune the gateway:
   (or an idle keep-alive connection) and its body may take to arrive (30 and 60). Under an ASGI
   server these are that server's settings.
 
+Keys with limits and where their counts live (08 D75, D76; enforced by
+``mmsp_io.server.limits``):
+
+- ``keys``: ``[{"name", "key" | "key_sha256", "models"?, "rpm"?, "tpm"?, "budget"?: {"usd",
+  "period": "day" | "month"}, "tags"?}]``, beside ``api_keys`` (whose entries are keys with no
+  limits). ``name`` is what logs and metrics show, never the key; ``key`` may be an environment
+  reference, ``key_sha256`` is the hex SHA-256 of the key, so the file need not hold it;
+  ``models`` lists the ``server_model_id`` values the key may name (absent: all); ``rpm`` and
+  ``tpm`` are requests and tokens per minute, ``budget.usd`` the dollars per UTC day or month.
+  A name or a key given twice (``api_keys`` included) is refused.
+- ``store``: ``{"redis_url", "on_error": "closed" | "open", "timeout_s"}``: the keys' counts
+  shared through Redis (``redis_url`` may be an environment reference: it may hold a
+  password); ``on_error`` says what a request gets while the store fails (``closed``, the
+  default: 503; ``open``: served uncounted), ``timeout_s`` (1 s) bounds every store call.
+  Absent: the counts are the process's own.
+- a row's ``pricing``: ``{"prompt_tokens", "response_tokens", "thoughts_tokens"?,
+  "cached_tokens"?, "currency"?: "USD"}``, USD per million tokens as ``list_supported_models``
+  writes them (``thoughts_tokens`` defaults to the response price); absent, the catalog's price
+  of the row's model at its endpoint applies, if it has one.
+
 A key this module does not know is refused, at the top of the file (08 D75: a misspelt key
 must never leave the server open), in those objects and in a row: a misspelt ``base_url``
 would otherwise send the row's key to the vendor's default endpoint. ``host`` and ``port``
@@ -38,27 +58,39 @@ does not read them.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, Literal, final
 
 import attrs
 
+from adapters import ModelPricing
+
 from ..remote_images import RemoteImages
 
-__all__ = ["GATEWAY_IMAGES", "ConfigError", "ModelRow", "ServerConfig", "load_config",
-           "read_config", "resolve_config"]
+__all__ = ["GATEWAY_IMAGES", "Budget", "ConfigError", "KeyRow", "ModelRow", "ServerConfig",
+           "StoreSettings", "load_config", "read_config", "resolve_config"]
 
 #: The keys of the file's top level (module doc).
-_TOP_LEVEL: Final = ("models", "api_keys", "metrics", "remote_images", "connections", "host",
-                     "port")
+_TOP_LEVEL: Final = ("models", "api_keys", "keys", "store", "metrics", "remote_images",
+                     "connections", "host", "port")
 _REQUIRED: Final = ("model_id", "api_key", "server_model_id")
 _OPTIONAL: Final = ("base_url", "client_type")
 _LISTS: Final = ("extra_body_keys",)
-_COLUMNS: Final = _REQUIRED + _OPTIONAL + _LISTS
+_COLUMNS: Final = (*_REQUIRED, *_OPTIONAL, *_LISTS, "pricing")
+_PRICES: Final = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
+_PRICING: Final = ("currency", *_PRICES)
+_KEY_FIELDS: Final = ("name", "key", "key_sha256", "models", "rpm", "tpm", "budget", "tags")
+_BUDGET: Final = ("usd", "period")
+_PERIODS: Final = ("day", "month")
+_STORE: Final = ("redis_url", "on_error", "timeout_s")
+_ON_ERROR: Final = ("closed", "open")
+_SHA256: Final = re.compile(r"[0-9a-fA-F]{64}")
 _METRICS: Final = ("show_errors",)
 #: ``connections`` keys and the ``httpserver.Limits`` fields they set.
 _CONNECTIONS: Final = {"max": "max_connections", "head_timeout_s": "head_timeout",
@@ -98,6 +130,57 @@ class ModelRow:
     client_type: str | None = None
     #: The keys of a caller's ``extra_body`` forwarded to this row's client.
     extra_body_keys: tuple[str, ...] = ()
+    #: The ``pricing`` column (USD); ``None``: the catalog's price, if any (module doc).
+    pricing: ModelPricing | None = None
+
+
+@final
+@attrs.frozen
+class Budget:
+    """A key's spending limit: ``usd`` dollars per UTC ``period`` (08 D75)."""
+
+    usd: float
+    period: Literal["day", "month"]
+
+
+@final
+@attrs.frozen
+class KeyRow:
+    """A caller's key and its limits (08 D75); ``None`` is no limit."""
+
+    #: What logs and metrics show, never the key.
+    name: str
+    #: The SHA-256 digest of the key, what a presented token is compared with.
+    sha256: bytes = attrs.field(repr=False)
+    #: The ``server_model_id`` values the key may name; ``None``: every served model.
+    models: tuple[str, ...] | None = None
+    #: Requests per minute.
+    rpm: int | None = None
+    #: Tokens (every kind, spec 01 §6's total) of finished streams per minute.
+    tpm: int | None = None
+    budget: Budget | None = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def limited(self) -> bool:
+        """Whether the key has a count to keep (``rpm``, ``tpm`` or ``budget``)."""
+        return self.rpm is not None or self.tpm is not None or self.budget is not None
+
+    def allows(self, model: str) -> bool:
+        """Whether the key may name the served model ``model``."""
+        return self.models is None or model in self.models
+
+
+@final
+@attrs.frozen
+class StoreSettings:
+    """``store``: where the keys' counts are shared (module doc, 08 D76)."""
+
+    redis_url: str = attrs.field(repr=False)
+    #: What a request gets while the store fails: ``"closed"``, 503; ``"open"``, served.
+    on_error: Literal["closed", "open"] = "closed"
+    #: Seconds any one store call may take.
+    timeout_s: float = 1.0
 
 
 @final
@@ -117,11 +200,15 @@ class ServerConfig:
     remote_images: RemoteImages = GATEWAY_IMAGES
     #: ``connections``: the ``httpserver.Limits`` fields it sets (module doc).
     connections: Mapping[str, int | float] = attrs.field(factory=dict)
+    #: ``keys``: the keys with names and limits (08 D75).
+    keys: tuple[KeyRow, ...] = ()
+    #: ``store``: ``None``, the counts are the process's own (08 D76).
+    store: StoreSettings | None = None
 
     @property
     def open(self) -> bool:
-        """Whether every request is accepted (no ``api_keys``)."""
-        return not self.api_keys
+        """Whether every request is accepted (neither ``api_keys`` nor ``keys``)."""
+        return not self.api_keys and not self.keys
 
 
 def read_config(path: str | os.PathLike[str]) -> Any:
@@ -164,9 +251,11 @@ def resolve_config(
             column is not a non-empty string; an optional column is not a string;
             ``extra_body_keys`` is not a list of non-empty strings; a ``server_model_id``
             repeats; ``api_keys`` is not a list of non-empty strings; a reference is
-            malformed or names a variable that is unset or empty; ``metrics`` or
-            ``remote_images`` is not an object of the values the module doc lists. The
-            message names the cell.
+            malformed or names a variable that is unset or empty; ``metrics``,
+            ``remote_images``, ``store``, an entry of ``keys`` or a ``pricing`` column is not
+            an object of the values the module doc lists; a key's name or key repeats (in
+            ``keys`` or ``api_keys``) or its ``models`` names a model not served. The message
+            names the cell.
     """
     env = os.environ if environ is None else environ
 
@@ -203,7 +292,9 @@ def resolve_config(
     return ServerConfig(models=tuple(rows), api_keys=tuple(tokens), source=source,
                         show_errors=_flag(metrics, "metrics.show_errors", False, fail),
                         remote_images=_remote_images(document, fail),
-                        connections=_connections(document, fail))
+                        connections=_connections(document, fail),
+                        keys=_keys(document.get("keys"), tokens, seen, env, fail),
+                        store=_store(document, env, fail))
 
 
 def _known(mapping: Mapping[Any, Any], where: str, keys: tuple[str, ...], fail: _Fail) -> None:
@@ -304,7 +395,127 @@ def _row(row: Any, where: str, env: Mapping[str, str], fail: _Fail) -> ModelRow:
         base_url=cells["base_url"],
         client_type=cells["client_type"],
         extra_body_keys=_strings(row.get("extra_body_keys"), f"{where}.extra_body_keys", fail),
+        pricing=_pricing(row.get("pricing"), f"{where}.pricing", fail),
     )
+
+
+def _number(value: Any, cell: str, fail: _Fail, *, whole: bool = False,
+            zero: bool = False) -> Any:
+    """``value`` if it is a finite number (a whole one when ``whole``), above 0 (or at least 0
+    when ``zero``)."""
+    kind = int if whole else int | float
+    if (isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not zero)):
+        raise fail(f"{cell} must be a {'whole ' if whole else ''}number, "
+                   f"{'at least 0' if zero else 'above 0'}.")
+    return value
+
+
+def _pricing(value: Any, cell: str, fail: _Fail) -> ModelPricing | None:
+    """A row's ``pricing`` column (module doc), ``None`` when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise fail(f"{cell} must be an object.")
+    _known(value, cell, _PRICING, fail)
+    if value.get("currency", "USD") != "USD":
+        raise fail(f"{cell}.currency must be \"USD\": the gateway counts dollars.")
+    for key in ("prompt_tokens", "response_tokens"):
+        if key not in value:
+            raise fail(f"{cell}.{key} is required: USD per million tokens.")
+    prices = {key: _number(value[key], f"{cell}.{key}", fail, zero=True)
+              for key in _PRICES if value.get(key) is not None}
+    return ModelPricing("USD", prices["prompt_tokens"],
+                        prices.get("thoughts_tokens", prices["response_tokens"]),
+                        prices["response_tokens"], prices.get("cached_tokens"))
+
+
+def _keys(value: Any, tokens: list[str], served: Mapping[str, int],
+          env: Mapping[str, str], fail: _Fail) -> tuple[KeyRow, ...]:
+    """The ``keys`` list (module doc); ``tokens`` are the ``api_keys`` entries, which no key
+    may repeat, ``served`` the ``server_model_id`` values."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise fail("keys must be a list of objects.")
+    owners = {hashlib.sha256(token.encode()).digest(): f"api_keys[{index}]"
+              for index, token in enumerate(tokens)}
+    names: dict[str, str] = {}
+    rows = []
+    for index, entry in enumerate(value):
+        where = f"keys[{index}]"
+        row = _key_row(entry, where, served, env, fail)
+        if row.name in names:
+            raise fail(f"{where}.name repeats {names[row.name]}.name.")
+        if row.sha256 in owners:
+            raise fail(f"{where} repeats the key of {owners[row.sha256]}.")
+        names[row.name] = owners[row.sha256] = where
+        rows.append(row)
+    return tuple(rows)
+
+
+def _key_row(entry: Any, where: str, served: Mapping[str, int], env: Mapping[str, str],
+             fail: _Fail) -> KeyRow:
+    """One entry of ``keys`` (module doc)."""
+    if not isinstance(entry, Mapping):
+        raise fail(f"{where} must be an object.")
+    _known(entry, where, _KEY_FIELDS, fail)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise fail(f"{where}.name must be a non-empty string.")
+    key, digest = entry.get("key"), entry.get("key_sha256")
+    if (key is None) == (digest is None):
+        raise fail(f"{where} must have one of key and key_sha256.")
+    if key is not None:
+        if not isinstance(key, str) or not key:
+            raise fail(f"{where}.key must be a non-empty string.")
+        sha256 = hashlib.sha256(_resolve(key, f"{where}.key", env, fail).encode()).digest()
+    else:
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise fail(f"{where}.key_sha256 must be 64 hex digits, the SHA-256 of the key.")
+        sha256 = bytes.fromhex(digest)
+    models = None
+    if "models" in entry:
+        models = _strings(entry["models"], f"{where}.models", fail)
+        for model in models:
+            if model not in served:
+                raise fail(f"{where}.models names {model!r}, which no row serves.")
+    limits = {field: _number(entry[field], f"{where}.{field}", fail, whole=True)
+              for field in ("rpm", "tpm") if entry.get(field) is not None}
+    return KeyRow(name=name, sha256=sha256, models=models, **limits,
+                  budget=_budget(entry.get("budget"), f"{where}.budget", fail),
+                  tags=_strings(entry.get("tags"), f"{where}.tags", fail))
+
+
+def _budget(value: Any, cell: str, fail: _Fail) -> Budget | None:
+    """A key's ``budget`` object, ``None`` when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise fail(f"{cell} must be an object {{\"usd\", \"period\"}}.")
+    _known(value, cell, _BUDGET, fail)
+    period = value.get("period")
+    if period not in _PERIODS:
+        raise fail(f"{cell}.period must be one of {', '.join(_PERIODS)}.")
+    return Budget(usd=float(_number(value.get("usd"), f"{cell}.usd", fail)), period=period)
+
+
+def _store(document: Mapping[str, Any], env: Mapping[str, str],
+           fail: _Fail) -> StoreSettings | None:
+    """The ``store`` object (module doc), ``None`` when absent."""
+    if document.get("store") is None:
+        return None
+    section = _section(document, "store", _STORE, fail)
+    url = section.get("redis_url")
+    if not isinstance(url, str) or not url:
+        raise fail("store.redis_url must be a non-empty string (redis://host:port/db).")
+    on_error = section.get("on_error", "closed")
+    if on_error not in _ON_ERROR:
+        raise fail(f"store.on_error must be one of {', '.join(_ON_ERROR)}.")
+    return StoreSettings(redis_url=_resolve(url, "store.redis_url", env, fail),
+                         on_error=on_error,
+                         timeout_s=float(_number(section.get("timeout_s", 1.0),
+                                                 "store.timeout_s", fail)))
 
 
 def _resolve(value: str, cell: str, env: Mapping[str, str], fail: _Fail) -> str:
