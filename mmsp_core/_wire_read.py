@@ -5,7 +5,8 @@ path (``content_items[0].text``), and nothing else, whatever JSON value it is gi
 value is used as a key only once it is known to be a string, and a reason shows a wrong value
 only when it is a short scalar (``_shown``), never by ``repr`` of a container that may be
 nested arbitrarily deep. Bytes arrive as base64 text, lists become tuples, and errors arrive
-as ``{"error": {"type", "message", **fields}}`` (spec 03 §3).
+as ``{"error": {"type", "message", **fields}}`` (spec 03 §3). The config's reader is
+``_config_read``'s, built on the field readers here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -23,37 +23,28 @@ from ._construct import delta_event, text_fragment, tool_call_fragment
 from .errors import ERROR_CLASSES, MMSPError, UpstreamError, WireFormatError, preview
 from .model import (
     DoneItem,
-    EmbeddingConfig,
     EmbeddingDelta,
     EmbeddingDone,
     FinishReason,
-    ImageConfig,
     ImageUrlDone,
     InlineDataDelta,
     InlineDataDone,
     InlineThinkingDelta,
     InlineThinkingDone,
     Item,
-    PromptCaching,
-    SpeakerConfig,
     TextDelta,
     TextDone,
     ThinkingDelta,
     ThinkingDone,
-    ThinkingLevel,
     ToolCallDelta,
     ToolCallDone,
     ToolResultDone,
-    ToolSchema,
-    UniConfig,
     UniEvent,
     UniMessage,
     UsageMetadata,
 )
 
 __all__ = [
-    "MAX_TOKENS_LIMIT",
-    "config_from_wire",
     "error_from_wire",
     "event_from_wire",
     "item_from_wire",
@@ -164,6 +155,23 @@ def _images(d: Mapping[str, Any], path: str) -> tuple[str, ...] | None:
     if not isinstance(value, list) or not all(type(x) is str for x in value):
         raise _fail(f"{path}.images", "expected a list of strings")
     return tuple(value)
+
+
+def _list_of(value: Any, path: str, read: Callable[[Any, str], _E]) -> tuple[_E, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, "expected a list")
+    return tuple(read(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _typed(kind: type | tuple[type, ...], name: str) -> Callable[[Any, str], Any]:
+    def read(value: Any, path: str) -> Any:
+        if type(value) is bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise _fail(path, f"expected {name}, got {_shown(value)}")
+        if not isinstance(value, kind):
+            raise _fail(path, f"expected {name}, got {_shown(value)}")
+        return value
+
+    return read
 
 
 # -- items, events, messages --------------------------------------------------------------
@@ -332,142 +340,6 @@ def message_from_wire(d: Any) -> UniMessage:
         _finish(obj.get("finish_reason"), "message.finish_reason"),
         created_at,
     )
-
-
-# -- config -------------------------------------------------------------------------------
-
-
-def _enum(kind: type[_S], value: Any, path: str) -> _S:
-    """A member of the string enum ``kind``; the reason lists every accepted value."""
-    if isinstance(value, str):  # a member of the enum is a str too
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    accepted = ", ".join(member.value for member in kind)
-    raise _fail(path, f"unknown value {_shown(value)}; accepted: {accepted}")
-
-
-def _tool(d: Any, path: str) -> ToolSchema:
-    obj = _obj(d, path)
-    parameters = obj.get("parameters")
-    if parameters is not None and type(parameters) is not dict:
-        raise _fail(f"{path}.parameters", "expected a JSON-Schema object")
-    description = obj.get("description", "")
-    if type(description) is not str:
-        raise _fail(f"{path}.description", "expected a string")
-    return ToolSchema(_str(obj, "name", path), description, parameters)
-
-
-def _tool_choice(value: Any, path: str) -> str | tuple[str, ...]:
-    if value in ("auto", "required", "none"):
-        return str(value)
-    if isinstance(value, list) and all(type(x) is str for x in value):
-        return tuple(value)
-    raise _fail(path, "expected 'auto', 'required', 'none' or a list of tool names")
-
-
-def _list_of(value: Any, path: str, read: Callable[[Any, str], _E]) -> tuple[_E, ...]:
-    if not isinstance(value, list):
-        raise _fail(path, "expected a list")
-    return tuple(read(v, f"{path}[{i}]") for i, v in enumerate(value))
-
-
-def _opt_str(obj: Mapping[str, Any], key: str, path: str) -> str | None:
-    value = obj.get(key)
-    if value is None or type(value) is str:
-        return value
-    raise _fail(f"{path}.{key}", "expected a string or null")
-
-
-def _speaker(d: Any, path: str) -> SpeakerConfig:
-    obj = _obj(d, path)
-    return SpeakerConfig(_str(obj, "voice", path), _opt_str(obj, "speaker", path))
-
-
-def _image_config(d: Any, path: str) -> ImageConfig:
-    obj = _obj(d, path)
-    return ImageConfig(_opt_str(obj, "aspect_ratio", path), _opt_str(obj, "image_size", path))
-
-
-def _embedding_config(d: Any, path: str) -> EmbeddingConfig:
-    return EmbeddingConfig(_opt_int(_obj(d, path), "dimensions", path))
-
-
-def _typed(kind: type | tuple[type, ...], name: str) -> Callable[[Any, str], Any]:
-    def read(value: Any, path: str) -> Any:
-        if type(value) is bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise _fail(path, f"expected {name}, got {_shown(value)}")
-        if not isinstance(value, kind):
-            raise _fail(path, f"expected {name}, got {_shown(value)}")
-        return value
-
-    return read
-
-
-#: The largest ``max_tokens`` (08 D58): a signed 32-bit count, which every provider takes.
-MAX_TOKENS_LIMIT: Final = 2**31 - 1
-
-
-def _max_tokens(value: Any, path: str) -> int:
-    """An integer from 1 to ``MAX_TOKENS_LIMIT``; a bool is not one (08 D58)."""
-    if type(value) is not int or not 1 <= value <= MAX_TOKENS_LIMIT:
-        raise _fail(path, f"expected an integer from 1 to {MAX_TOKENS_LIMIT}, got {_shown(value)}")
-    return value
-
-
-def _temperature(value: Any, path: str) -> float:
-    """A finite number: NaN and the infinities are not JSON, so no request can carry them."""
-    number = _float(value, path) if type(value) in (int, float) else None
-    if number is None or not math.isfinite(number):
-        raise _fail(path, f"expected a finite number, got {_shown(value)}")
-    return number
-
-
-def _json_object(value: Any, path: str) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _fail(path, f"expected a JSON object, got {_shown(value)}")
-    return value
-
-
-_CONFIG_READERS: Final[Mapping[str, Callable[[Any, str], Any]]] = {
-    "max_tokens": _max_tokens,
-    "temperature": _temperature,
-    "tools": lambda v, p: _list_of(v, p, _tool),
-    "tool_choice": _tool_choice,
-    "thinking_level": lambda v, p: _enum(ThinkingLevel, v, p),
-    "thinking_summary": _typed(bool, "a boolean"),
-    "system_prompt": _typed(str, "a string"),
-    "prompt_caching": lambda v, p: _enum(PromptCaching, v, p),
-    "fast_mode": _typed(bool, "a boolean"),
-    "image_config": _image_config,
-    "tts_config": lambda v, p: _list_of(v, p, _speaker),
-    "embedding_config": _embedding_config,
-    "trace_id": _typed(str, "a string"),
-    "extra_body": _json_object,
-}
-
-
-def config_from_wire(d: Any) -> UniConfig:
-    """Read a ``UniConfig``; unknown keys go to ``extra``, ``null`` values count as unset.
-
-    Each known key is checked as 08 D58 says: ``max_tokens`` an integer from 1 to
-    ``MAX_TOKENS_LIMIT`` (a bool is not one), ``temperature`` a finite number, an enum key one
-    of its members (the reason lists them, 08 D68), ``extra_body`` a JSON object.
-
-    Raises:
-        WireFormatError: a known key with a value of the wrong type, with the key's path.
-    """
-    obj = _obj(d, "config")
-    known: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in obj.items():
-        reader = _CONFIG_READERS.get(key)
-        if reader is None:
-            extra[key] = value
-        elif value is not None:
-            known[key] = reader(value, f"config.{key}")
-    return UniConfig(**known, extra=extra)
 
 
 # -- errors -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ __all__ = [
     "InlineThinkingDone",
     "Item",
     "PromptCaching",
+    "ResponseFormat",
     "Role",
     "SpeakerConfig",
     "TextDelta",
@@ -418,6 +419,23 @@ class EmbeddingConfig:
 
 
 @final
+@attrs.frozen(slots=True)
+class ResponseFormat:
+    """Structured output: the answer is JSON, as a normal ``text.done`` (08 D74).
+
+    ``ResponseFormat("json_schema", name, schema)`` asks for JSON valid for the JSON-Schema
+    object ``schema`` (``strict`` asks the provider to enforce it where it can);
+    ``ResponseFormat("json_object")`` asks for any JSON object and takes neither a name nor a
+    schema. Validating the answer is the caller's business.
+    """
+
+    type: Literal["json_schema", "json_object"] = "json_schema"
+    name: str | None = None
+    schema: Mapping[str, Any] | None = None
+    strict: bool = True
+
+
+@final
 @attrs.frozen(slots=True, kw_only=True)
 class UniConfig:
     """Request options; every key optional.
@@ -429,6 +447,12 @@ class UniConfig:
 
     max_tokens: int | None = None
     temperature: float | None = None
+    #: Nucleus sampling, in (0, 1] (08 D74).
+    top_p: float | None = None
+    #: One to four non-empty strings that end the answer where they appear (08 D74).
+    stop_sequences: tuple[str, ...] | None = None
+    seed: int | None = None
+    response_format: ResponseFormat | None = None
     tools: tuple[ToolSchema, ...] | None = None
     tool_choice: str | tuple[str, ...] | None = None
     thinking_level: ThinkingLevel | None = None

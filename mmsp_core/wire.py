@@ -18,9 +18,8 @@ from typing import Any
 
 import attrs
 
+from ._config_read import MAX_STOP_SEQUENCES, MAX_TOKENS_LIMIT, SEED_RANGE, config_from_wire
 from ._wire_read import (
-    MAX_TOKENS_LIMIT,
-    config_from_wire,
     error_from_wire,
     event_from_wire,
     item_from_wire,
@@ -31,7 +30,9 @@ from .errors import MMSPError, fields_of
 from .model import ITEM_CLASSES, Item, UniConfig, UniEvent, UniMessage, UsageMetadata
 
 __all__ = [
+    "MAX_STOP_SEQUENCES",
     "MAX_TOKENS_LIMIT",
+    "SEED_RANGE",
     "config_from_wire",
     "error_from_wire",
     "event_from_wire",

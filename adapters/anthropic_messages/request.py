@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
+from adapters._sampling import SAMPLING_KEYS, refuse_keys
 from mmsp_core.errors import (
     InvalidMessageError,
     UnsupportedOperationError,
@@ -270,6 +271,7 @@ def check_config(
         UnsupportedOperationError: ``profile`` is not an Anthropic Messages client's.
     """
     _convert_config(client, _profile(client, profile), model, config)
+    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from typing import Any, Final
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import parse_data_uri
 from adapters._google.vertex import vertex_path
+from adapters._sampling import SAMPLING_KEYS, refuse_keys
 from mmsp_core.errors import InvalidMessageError, UnsupportedParameterError
 from mmsp_core.model import ImageUrlDone, InlineDataDone, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
@@ -67,8 +68,15 @@ def path(model: str, profile: EmbeddingProfile | None = None) -> str:
 def check_config(
     client: str, profile: EmbeddingProfile | None, model: str, config: UniConfig
 ) -> None:
-    """Raise what ``build_request`` would raise for ``config`` alone: nothing, since config
-    conversion never runs for an embedding model (05 §2.3, §4.4)."""
+    """Raise what ``build_request`` would raise for ``config`` alone: config conversion never
+    runs for an embedding model (05 §2.3, §4.4), but the keys of 08 D74 are refused, never
+    dropped (RFC-0003 §6).
+
+    Raises:
+        UnsupportedParameterError: any key of 08 D74 (an embedding is not sampled and has no
+            answer format).
+    """
+    refuse_keys(client, config, SAMPLING_KEYS, "an embedding is not sampled and has no format")
 
 
 def _text(context: MessageContext, item: Item) -> JSON | None:

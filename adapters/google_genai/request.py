@@ -43,6 +43,7 @@ from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
 from adapters._google.script import SCRIPT_SPLIT_TOKEN, script_turns
 from adapters._google.thinking import Mode, model_mode, thinking_level_for
 from adapters._google.vertex import vertex_path
+from adapters._sampling import SAMPLING_KEYS, refuse_keys
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -435,6 +436,7 @@ def check_config(client: str, profile: GenAIProfile, model: str, config: UniConf
     """
     _genai_profile(client, profile, model)
     _config_fields(client, model, config)
+    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(

@@ -76,6 +76,7 @@ from .._build import Converters, MessageContext, WalkedMessage, item_kind, walk_
 from .._convert import check_tool_choice_list, model_key, parse_data_uri
 from .._google.script import SCRIPT_SPLIT_TOKEN, script_turns
 from .._google.thinking import Mode, model_mode, thinking_level_for
+from .._sampling import SAMPLING_KEYS, refuse_keys
 from .profiles import InteractionsProfile
 
 __all__ = ["API_VERSION", "DEFAULT_VOICE", "PATH", "SKIP_SIGNATURE", "build_request",
@@ -225,6 +226,7 @@ def check_config(
         UnsupportedParameterError: a value Gemini cannot take (05 §4.4).
     """
     _config_body(client, profile, model, config)
+    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(

@@ -17,6 +17,7 @@ from typing import Any, Final, final
 
 import attrs
 
+from adapters._sampling import ALL_SAMPLING, Sampling
 from mmsp_core.model import PromptCaching, ThinkingLevel
 
 __all__ = ["COMPATIBLE", "MOONSHOT", "VLLM", "ZAI", "ChatGeneration", "ChatProfile"]
@@ -71,6 +72,9 @@ class ChatProfile:
     only_temperature: float | None = None
     #: The body fields ``fast_mode`` sends; ``None``: it is refused.
     fast_mode: _JSON | None = PRIORITY_TIER
+    #: Which keys of 08 D74 are sent (as ``top_p``, ``stop``, ``seed`` and
+    #: ``response_format``, OpenAI's Chat Completions reference); the others are refused.
+    sampling: Sampling = ALL_SAMPLING
     #: ``tool_stream: true`` is sent (GLM streams tool arguments only when asked).
     tool_stream: bool = False
     #: Ids containing this token get ``detail: "high"`` on oversized data-URI images (the
@@ -221,6 +225,10 @@ ZAI: Final = ChatProfile(
     include_usage=False,
     fast_mode=None,
     tool_stream=True,
+    # Z.AI's chat API reference: top_p; one stop word; response_format json_object only; no
+    # seed.
+    sampling=Sampling(stop_sequences=1, seed=False, formats=("json_object",),
+                      detail="GLM takes no {key}"),
     tool_choice_detail="GLM accepts only 'auto'",
 )
 
@@ -264,6 +272,11 @@ MOONSHOT: Final = ChatProfile(
     default_generation=_KIMI_K3,
     only_temperature=1.0,
     fast_mode=None,
+    # Kimi's chat API reference: the platform fixes the sampling of kimi models (temperature,
+    # top_p), so top_p is refused as temperature is (08 D74); stop is taken, seed is not, and
+    # response_format only as json_object.
+    sampling=Sampling(top_p=False, seed=False, formats=("json_object",),
+                      detail="Kimi takes no {key}: the platform fixes its sampling"),
     temperature_detail="Kimi accepts only {temperature}",
     tool_choice_detail="this Kimi model accepts only {accepted}",
     caching_detail="{caching} on {model}",

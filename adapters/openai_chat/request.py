@@ -29,6 +29,7 @@ import attrs
 from adapters._build import Converters, MessageContext, WalkedMessage, walk_messages
 from adapters._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from adapters._media import needs_high_detail
+from adapters._sampling import check_sampling
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -38,6 +39,7 @@ from mmsp_core.errors import (
 from mmsp_core.model import (
     ImageUrlDone,
     Item,
+    ResponseFormat,
     TextDone,
     ThinkingDone,
     ThinkingLevel,
@@ -89,6 +91,7 @@ def _check(
         raise UnsupportedParameterError(client, "prompt_caching", detail=detail)
     if config.fast_mode and profile.fast_mode is None:
         raise UnsupportedParameterError(client, "fast_mode", detail=f"{client} has no fast mode")
+    check_sampling(client, config, profile.sampling)
 
 
 def _config_fields(client: str, profile: ChatProfile, model: str, config: UniConfig) -> JSON:
@@ -105,6 +108,10 @@ def _config_fields(client: str, profile: ChatProfile, model: str, config: UniCon
     _put(fields, profile.max_tokens_field, config.max_tokens)
     if profile.only_temperature is None:
         _put(fields, "temperature", config.temperature)
+    _put(fields, "top_p", config.top_p)
+    _put(fields, "stop", None if config.stop_sequences is None else list(config.stop_sequences))
+    _put(fields, "seed", config.seed)
+    _put(fields, "response_format", _response_format(config.response_format))
     _put_tools(fields, config)
     if isinstance(config.tool_choice, tuple):
         fields["tool_choice"] = {
@@ -129,6 +136,19 @@ def _config_fields(client: str, profile: ChatProfile, model: str, config: UniCon
     if profile.tool_stream:
         fields["tool_stream"] = True
     return fields
+
+
+def _response_format(asked: ResponseFormat | None) -> JSON | None:
+    """Chat's ``response_format`` (OpenAI's Chat Completions reference): ``{"type":
+    "json_schema", "json_schema": {name, schema, strict}}`` or ``{"type": "json_object"}``."""
+    if asked is None:
+        return None
+    if asked.type == "json_object":
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": asked.name, "schema": asked.schema, "strict": asked.strict},
+    }
 
 
 def _put(fields: JSON, key: str, value: Any) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, item_kind, walk_messages
+from adapters._sampling import SAMPLING_KEYS, refuse_keys
 from mmsp_core.errors import InvalidMessageError, UnsupportedContentError, UnsupportedParameterError
 from mmsp_core.model import ITEM_CLASSES, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
@@ -31,12 +32,14 @@ def check_config(client: str, profile: None, model: str, config: UniConfig) -> N
     """Raise what ``build_request`` would raise for ``config`` alone (05 §4.5, 08 D37).
 
     Raises:
-        UnsupportedParameterError: ``fast_mode: true`` (embeddings have no fast mode).
+        UnsupportedParameterError: ``fast_mode: true`` (embeddings have no fast mode); any
+            key of 08 D74 (an embedding is not sampled and has no answer format).
     """
     if config.fast_mode:
         raise UnsupportedParameterError(
             client, "fast_mode", detail="an embedding endpoint has no fast mode"
         )
+    refuse_keys(client, config, SAMPLING_KEYS, "an embedding is not sampled and has no format")
 
 
 def _text(context: MessageContext, item: Item) -> str:

@@ -41,6 +41,7 @@ from mmsp_core.request import HTTPRequest, encode_json_body
 from .._build import Converters, MessageContext, WalkedMessage, walk_messages
 from .._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from .._media import needs_high_detail
+from .._sampling import SAMPLING_KEYS, refuse_keys
 from .machine import REASONING_FIDELITY_KEYS
 from .profiles import Generation, ReasoningReplay, ResponsesProfile, Summary, Temperature
 
@@ -181,6 +182,7 @@ def check_config(client: str, profile: ResponsesProfile, model: str, config: Uni
         UnsupportedParameterError: a value the client cannot send for this model (05 §4.2).
     """
     _config_body(client, profile, model, config)
+    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(

@@ -31,6 +31,7 @@ from ..model import (
     InlineDataDone,
     InlineThinkingDone,
     PromptCaching,
+    ResponseFormat,
     SpeakerConfig,
     TextDelta,
     TextDone,
@@ -64,6 +65,7 @@ __all__ = [
     "json_paths",
     "messages",
     "public_events",
+    "response_formats",
     "usage",
 ]
 
@@ -159,6 +161,13 @@ def public_events() -> st.SearchStrategy[UniEvent]:
     return delta | stop
 
 
+def response_formats() -> st.SearchStrategy[ResponseFormat]:
+    """Both shapes of ``response_format`` (08 D74), any JSON object as the schema."""
+    return st.builds(ResponseFormat, st.just("json_object"), strict=st.booleans()) | st.builds(
+        ResponseFormat, st.just("json_schema"), _ids, json_objects(), st.booleans()
+    )
+
+
 def configs() -> st.SearchStrategy[UniConfig]:
     """Random configs, unknown keys in ``extra`` included."""
     opt = st.none
@@ -166,6 +175,11 @@ def configs() -> st.SearchStrategy[UniConfig]:
         UniConfig,
         max_tokens=opt() | st.integers(1, 10**6),
         temperature=opt() | st.floats(0, 2),
+        top_p=opt() | st.floats(0, 1, exclude_min=True),
+        stop_sequences=opt() | st.lists(st.text(min_size=1, max_size=5), min_size=1,
+                                        max_size=4).map(tuple),
+        seed=opt() | st.integers(-(2**63), 2**63 - 1),
+        response_format=opt() | response_formats(),
         tools=opt()
         | st.lists(
             st.builds(ToolSchema, _ids, st.text(max_size=10), opt() | json_objects()), max_size=2
