@@ -43,12 +43,13 @@ _AZURE_BAD_KEY: Final = (
 )
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """The JSON body OpenAI sends with a non-2xx ``status`` (every one of its APIs)."""
+def error_body(status: int, message: str, *, param: str | None = None) -> dict[str, Any]:
+    """The JSON body OpenAI sends with a non-2xx ``status`` (every one of its APIs), ``param``
+    naming the request field at fault (a front door's refused field, 08 D73)."""
     error_type, code = _ERRORS.get(
         status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
     )
-    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
 def azure_error_body(status: int, message: str) -> dict[str, Any]:
