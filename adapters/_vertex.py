@@ -22,8 +22,9 @@ with a base URL given in code, and ``GEMINI_API_KEY`` is never read for it (08 D
 The I/O layer reads the file (in a worker thread), ``read_vertex_credential`` reads its public
 fields (``service_account``: ``project_id``, ``client_email``, ``token_uri``;
 ``authorized_user``: ``client_id``, ``quota_project_id``), ``vertex_project`` picks the project
-(the key's, else ``GOOGLE_CLOUD_PROJECT``, else the user credentials' quota project) and
-``on_vertex`` turns a call into Vertex's (``v1beta1`` paths under the project, 04 §4). Signing
+(the key's, else ``GOOGLE_CLOUD_PROJECT``, else the user credentials' quota project),
+``vertex_location`` the location (``global``, or a regional host's region) and ``on_vertex``
+turns a call into Vertex's (``v1beta1`` paths under the project and location, 04 §4). Signing
 the token request and exchanging it are the I/O layer's (``mmsp_io._vertex``). Nothing here
 reads the environment: the caller passes it. No error quotes a key.
 """
@@ -62,6 +63,7 @@ __all__ = [
     "is_vertex_host",
     "on_vertex",
     "read_vertex_credential",
+    "vertex_location",
     "vertex_project",
     "vertex_source",
 ]
@@ -92,6 +94,16 @@ def is_vertex_host(base_url: str | None) -> bool:
     except ValueError:
         return False
     return host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com")
+
+
+def vertex_location(base_url: str | None) -> str:
+    """The location of a Vertex base URL's calls: a regional host's region
+    (``europe-west4-aiplatform.googleapis.com``: ``europe-west4``), else ``global`` (04 §4)."""
+    if not is_vertex_host(base_url):
+        return "global"
+    host = urllib.parse.urlsplit(base_url or "").hostname or ""
+    region = host.removesuffix("-aiplatform.googleapis.com")
+    return "global" if region == host else region
 
 
 def _is_key_json(api_key: str | None) -> bool:
@@ -275,17 +287,18 @@ def vertex_project(client_type: str, credential: VertexCredential, source: Verte
     return project
 
 
-def on_vertex(plan: CallPlan, project: str) -> CallPlan:
-    """``plan`` as Vertex AI's call for ``project`` (04 §4, 08 D72): generateContent at
-    ``v1beta1`` under the project, an embedding as one ``embedContent`` call.
+def on_vertex(plan: CallPlan, project: str, location: str = "global") -> CallPlan:
+    """``plan`` as Vertex AI's call for ``project`` in ``location`` (04 §4, 08 D72):
+    generateContent at ``v1beta1`` under the project, an embedding as one ``embedContent``
+    call.
 
     Raises:
         UnsupportedOperationError: the call's protocol is not one Vertex serves.
     """
     if plan.protocol.name == GENERATE_CONTENT.name:
-        return attrs.evolve(plan, profile=vertex(project))
+        return attrs.evolve(plan, profile=vertex(project, location))
     if plan.protocol.name == EMBEDDING.name:
-        return attrs.evolve(plan, profile=EmbeddingProfile(project))
+        return attrs.evolve(plan, profile=EmbeddingProfile(project, location))
     raise UnsupportedOperationError(
         plan.client, "Vertex AI",
         detail=f"{plan.protocol.traits.display_name} is not served on Vertex AI",

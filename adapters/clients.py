@@ -52,6 +52,7 @@ from ._vertex import (
     is_vertex,
     on_vertex,
     read_vertex_credential,
+    vertex_location,
     vertex_project,
     vertex_source,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "route",
     "same_family",
     "sigv4_sign",
+    "vertex_location",
     "vertex_project",
     "vertex_source",
 ]

@@ -55,6 +55,7 @@ from adapters.clients import (
     is_vertex,
     on_vertex,
     read_vertex_credential,
+    vertex_location,
     vertex_project,
     vertex_source,
 )
@@ -109,7 +110,7 @@ def vertex_auth(
         return None
     source = vertex_source(spec.client_type, api_key, environ)
     _google_auth(spec.client_type)
-    return VertexAuth(spec.client_type, source, http, timeouts, clock)
+    return VertexAuth(spec.client_type, source, vertex_location(base_url), http, timeouts, clock)
 
 
 def _google_auth(client: str) -> tuple[ModuleType, ModuleType]:
@@ -135,6 +136,8 @@ class VertexAuth:
 
     client: str
     source: VertexSource
+    #: The calls' location (``vertex_location``).
+    location: str
     http: httpx.AsyncClient = attrs.field(repr=False)
     timeouts: Timeouts = attrs.field(repr=False)
     clock: Callable[[], float] = attrs.field(default=time.time, repr=False)
@@ -154,8 +157,8 @@ class VertexAuth:
         return tuple(value for value in found if isinstance(value, str) and value)
 
     async def prepare(self, plan: CallPlan) -> CallPlan:
-        """``plan`` as Vertex's call under the credential's project (``on_vertex``); the
-        credential is read first if it was not yet.
+        """``plan`` as Vertex's call under the credential's project and the location
+        (``on_vertex``); the credential is read first if it was not yet.
 
         Raises:
             ApiKeyRequiredError: the credential cannot be read or names no project.
@@ -164,7 +167,7 @@ class VertexAuth:
         """
         await self._read_credential()
         assert self._project is not None
-        return on_vertex(plan, self._project)
+        return on_vertex(plan, self._project, self.location)
 
     async def authorize(self, request: HTTPRequest, url: str) -> HTTPRequest:
         """``request`` with ``Authorization: Bearer <token>`` (any such header it had

@@ -1,8 +1,10 @@
 """Vertex AI's request paths, shared by the Google protocols that Vertex serves (04 §4, 08 D72).
 
 Vertex names the project and the location in the path: ``/<version>/projects/<project>/
-locations/global/publishers/google/models/<model>:<method>``; the location is ``global``
-(04 §4). The project is percent-encoded as one path segment, as the model id is.
+locations/<location>/publishers/google/models/<model>:<method>``; the location is ``global``
+(04 §4) on Vertex's global host, and the region on a regional host
+(``<region>-aiplatform.googleapis.com``, which serves its own region only). The project and
+the location are percent-encoded as one path segment each, as the model id is.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ def route_pattern(method: str) -> str:
     return rf"/v1beta1/projects/[^/]+/locations/[^/]+/publishers/google/models/[^/:]+:{method}"
 
 
-def vertex_path(api_version: str, project: str) -> str:
-    """The path under which Vertex serves Google's models for ``project``, without the
-    ``/models/...`` part."""
-    segment = urllib.parse.quote(project, safe="")
-    return f"/{api_version}/projects/{segment}/locations/{LOCATION}/publishers/google"
+def vertex_path(api_version: str, project: str, location: str = LOCATION) -> str:
+    """The path under which Vertex serves Google's models for ``project`` in ``location``,
+    without the ``/models/...`` part."""
+    project, location = (urllib.parse.quote(part, safe="") for part in (project, location))
+    return f"/{api_version}/projects/{project}/locations/{location}/publishers/google"

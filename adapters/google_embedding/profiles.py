@@ -18,7 +18,9 @@ __all__ = ["EmbeddingProfile"]
 @final
 @attrs.frozen
 class EmbeddingProfile:
-    """An embedding call on Vertex AI: ``POST /v1beta1/projects/<project>/locations/global/
+    """An embedding call on Vertex AI: ``POST /v1beta1/projects/<project>/locations/<location>/
     publishers/google/models/<model>:embedContent`` (04 §4)."""
 
     vertex_project: str
+    #: ``global``, or a regional host's region.
+    vertex_location: str = "global"

@@ -60,7 +60,7 @@ def path(model: str, profile: EmbeddingProfile | None = None) -> str:
     the path; on Vertex AI (``profile``) its ``embedContent`` under the project."""
     segment = urllib.parse.quote(model, safe="")
     if profile is not None:
-        base = vertex_path(VERTEX_API_VERSION, profile.vertex_project)
+        base = vertex_path(VERTEX_API_VERSION, profile.vertex_project, profile.vertex_location)
         return f"{base}/models/{segment}:embedContent"
     return f"/{API_VERSION}/models/{segment}:batchEmbedContents"
 

@@ -30,14 +30,16 @@ class GenAIProfile:
     #: The path's API version: ``POST /<version>/models/{model}:streamGenerateContent``.
     api_version: str = API_VERSION
     #: On Vertex AI, the Google Cloud project: the path is then
-    #: ``/<version>/projects/<project>/locations/global/publishers/google/models/...``.
+    #: ``/<version>/projects/<project>/locations/<location>/publishers/google/models/...``.
     vertex_project: str | None = None
+    #: On Vertex AI, the location: ``global``, or a regional host's region.
+    vertex_location: str = "global"
 
 
 #: google-genai on the Gemini API (the protocol name as a decode source too).
 GEMINI_API: Final = GenAIProfile()
 
 
-def vertex(project: str) -> GenAIProfile:
-    """google-genai's profile on Vertex AI for ``project`` (04 §4, 08 D72)."""
-    return GenAIProfile(VERTEX_API_VERSION, project)
+def vertex(project: str, location: str = "global") -> GenAIProfile:
+    """google-genai's profile on Vertex AI for ``project`` in ``location`` (04 §4, 08 D72)."""
+    return GenAIProfile(VERTEX_API_VERSION, project, location)

@@ -95,7 +95,8 @@ def path(profile: GenAIProfile, model: str) -> str:
     segment = urllib.parse.quote(model, safe="")
     models = f"/{profile.api_version}/models"
     if profile.vertex_project is not None:
-        models = vertex_path(profile.api_version, profile.vertex_project) + "/models"
+        models = vertex_path(profile.api_version, profile.vertex_project,
+                             profile.vertex_location) + "/models"
     return f"{models}/{segment}:streamGenerateContent?alt=sse"
 
 

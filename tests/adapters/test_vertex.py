@@ -30,6 +30,7 @@ from adapters.clients import (
     is_vertex,
     on_vertex,
     read_vertex_credential,
+    vertex_location,
     vertex_project,
     vertex_source,
 )
@@ -325,6 +326,23 @@ def test_an_embedding_is_one_embed_content_call_of_one_content() -> None:
         "content": {"role": "user", "parts": [{"text": "What is the weather in Paris?"}]},
         "outputDimensionality": 8,
     }
+
+
+@pytest.mark.one_json_mode
+@pytest.mark.parametrize(
+    ("base_url", "location"),
+    [("https://aiplatform.googleapis.com", "global"),
+     ("https://europe-west4-aiplatform.googleapis.com", "europe-west4"),
+     ("HTTPS://US-CENTRAL1-AIPLATFORM.GOOGLEAPIS.COM:443", "us-central1"),
+     ("http://127.0.0.1:9", "global"), (None, "global")],
+)
+def test_a_regional_host_calls_its_own_region(base_url: str | None, location: str) -> None:
+    assert vertex_location(base_url) == location
+    for model in ("gemini-3.8-flash", "gemini-embedding-2"):
+        plan = on_vertex(adapters.prepare("google-genai", model, [QUESTION], None), "p",
+                         vertex_location(base_url))
+        assert f"/projects/p/locations/{location}/publishers/google/models/" in (
+            plan.request({}).path)
 
 
 @pytest.mark.one_json_mode
