@@ -10,19 +10,27 @@ core's ``Response`` is and the ASGI front end imitates. The front end also cance
 when the caller leaves. Nothing here knows which front end runs it.
 
 1. ``Gateway.decide(request)`` is plain code: the ``Host`` rule of an open server (below),
-   bearer authentication for every ``/v1/`` path (07 §3, ``hmac.compare_digest`` against every
-   key), the routes, and the refusals of 07 §4 in table order. It returns either a whole
-   ``Answer`` (a refusal, the model list, the metrics) or a ``StreamCall`` (the row and the
-   request's messages and config, forwarded as sent).
-2. A ``StreamCall`` is streamed by two tasks joined by a buffer of at most ``_BUFFERED_BYTES``
-   bytes of SSE frames (``_Frames``; a larger frame waits for the buffer to empty and is then
-   held alone). The *producer* first refuses the ``extra_body`` keys the row does not forward
-   (below), then runs the row client's stateless ``streaming_response(messages, config,
-   signal)`` and puts each public event, as ``data: <json>``, in the buffer; the stream ends
-   with ``data: [DONE]``. Every error the client raises, those raised before any provider
-   request included, becomes one ``data: {"error": <wire error>}`` frame under status 200
-   (07 §4, 03 §3). The *writer* takes frames out and sends them; while no frame is ready it
-   sends ``: keep-alive`` every ``keepalive`` seconds.
+   authentication for every ``/v1/`` path (07 §3: a key as a bearer token or as Anthropic's
+   ``x-api-key``, 08 D73, ``hmac.compare_digest`` against every key), the routes, and the
+   refusals of 07 §4 in table order. It returns either a whole ``Answer`` (a refusal, the
+   model list, the metrics), a ``StreamCall`` (the row and the request's messages and config,
+   forwarded as sent) or a ``FrontCall``: a request at a front door (``doors``, 08 D73), read
+   by the door of the protocol whose route it is, its refusals in that protocol's error body.
+2. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
+   by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
+   waits for the buffer to empty and is then held alone). The *producer* first refuses the
+   ``extra_body`` keys the row does not forward (below), then runs the row client's stateless
+   ``streaming_response(messages, config, signal)`` and puts the frames of each public event
+   in the buffer, as the stream's encoding writes them. ``POST /v1/stream``'s
+   (``_MMSPStream``) is ``data: <json>`` per event, ending with ``data: [DONE]``; every error
+   the client raises, those raised before any provider request included, becomes one
+   ``data: {"error": <wire error>}`` frame under status 200 (07 §4, 03 §3). A front door's
+   (``doors.DoorStream``) is the protocol's SSE, its head sent only when the upstream answered
+   (an error first is an HTTP error in the protocol's body), an error after it written in the
+   stream as the protocol does. The *writer* takes frames out and sends them; while no frame
+   is ready it sends ``: keep-alive`` every ``keepalive`` seconds. A ``FrontCall`` with
+   ``stream: false`` collects the call's done items and stop and answers the protocol's whole
+   JSON response (``Gateway._whole``).
 3. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
    waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
    seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
@@ -32,7 +40,8 @@ when the caller leaves. Nothing here knows which front end runs it.
    ``"client disconnected"``. Cleanup aborts every request's signal with ``"request ended"``
    (03 §4).
 5. ``abort_streams(reason)`` (graceful shutdown) aborts the upstream call of every stream in
-   flight: each writes ``data: [DONE]`` only, as a cancelled call does (07 §4).
+   flight: on ``/v1/stream`` each writes ``data: [DONE]`` only, as a cancelled call does
+   (07 §4); a front door writes its protocol's error, never a clean end.
 
 Whether a refused request reached a provider: it did not; nothing before step 2 sends
 anything upstream.
@@ -60,12 +69,13 @@ What a caller may make the gateway do is bounded by the operator's configuration
 from __future__ import annotations
 
 import collections
+import contextlib
 import hmac
 import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final, Protocol, final
 
@@ -74,8 +84,17 @@ import anyio.abc
 import attrs
 import httpx
 
-from mmsp_core.errors import AbortedError, MMSPError, UnsupportedParameterError, preview, redact
-from mmsp_core.model import UniEvent
+from adapters._front import FrontDoor, FrontRequest
+from mmsp_core.errors import (
+    AbortedError,
+    IncompleteStreamError,
+    MMSPError,
+    UnsupportedParameterError,
+    preview,
+    redact,
+)
+from mmsp_core.messages import concat_uni_events_to_uni_message
+from mmsp_core.model import DoneItem, UniConfig, UniEvent, UniMessage
 from mmsp_core.wire import to_wire
 
 from .._transport import fast_http_client
@@ -83,10 +102,21 @@ from ..abort import AbortSignal
 from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request, is_loopback_host, names_loopback_host
+from .answers import JSON, SSE_HEADERS, Answer, json_answer, refusal, wire_error
 from .config import ConfigError, ModelRow, ServerConfig, resolve_config
+from .doors import (
+    DoorStream,
+    as_mmsp_error,
+    door_error,
+    door_refusal,
+    front_doors,
+    ignored_fields_header,
+    model_list,
+)
 from .metrics import Metrics, Tally
 
-__all__ = ["MAX_BODY_BYTES", "Answer", "Gateway", "Output", "StreamCall"]
+__all__ = ["MAX_BODY_BYTES", "Answer", "FrontCall", "Gateway", "Output", "StreamCall", "refusal",
+           "wire_error"]
 
 _logger = logging.getLogger("mmsp_io")
 
@@ -103,14 +133,8 @@ _PIECE: Final = 64 * 1024
 #: flight are not capped.
 _UPSTREAM_KEEPALIVE: Final = 64
 
-_JSON: Final = "application/json"
-_SSE_HEADERS: Final = (
-    ("content-type", "text/event-stream; charset=utf-8"),
-    ("cache-control", "no-cache"),
-)
 _DONE: Final = b"data: [DONE]\n\n"
 _KEEPALIVE: Final = b": keep-alive\n\n"
-_ROUTES: Final = "POST /v1/stream, GET /v1/models and GET /v1/metrics"
 #: What a send to a caller who went away raises.
 _GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -134,16 +158,6 @@ class Output(Protocol):
 
 @final
 @attrs.frozen
-class Answer:
-    """A whole response: status, headers and body."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-
-
-@final
-@attrs.frozen
 class StreamCall:
     """An accepted ``POST /v1/stream``: the row and what is forwarded to its client."""
 
@@ -152,14 +166,15 @@ class StreamCall:
     config: Mapping[str, Any] | None
 
 
-def _json_answer(status: int, document: Mapping[str, Any]) -> Answer:
-    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-    return Answer(status, (("content-type", _JSON),), body)
+@final
+@attrs.frozen
+class FrontCall:
+    """An accepted request at a front door (08 D73): the door, the row and what the door read
+    of the request."""
 
-
-def refusal(status: int, error_type: str, message: str) -> Answer:
-    """The answer ``{"error": {"type", "message"}}`` of a refusal (07 §3, §4; 03 §3)."""
-    return _json_answer(status, {"error": {"type": error_type, "message": message}})
+    door: FrontDoor
+    row: ModelRow
+    request: FrontRequest
 
 
 def _frame(document: Mapping[str, Any]) -> bytes:
@@ -168,22 +183,42 @@ def _frame(document: Mapping[str, Any]) -> bytes:
     return b"data: " + text.encode() + b"\n\n"
 
 
-def wire_error(exc: Exception, secret: str) -> dict[str, Any]:
-    """The wire form of ``exc`` (03 §3): an MMSP error with its fields (the row's client has
-    redacted its key from them); any other exception as its class name and message, ``secret``
-    redacted (08 D16), plus ``status`` when it has an integer ``status_code``."""
-    if isinstance(exc, MMSPError):
-        return to_wire(exc)
-    message = redact(str(exc), secret) or type(exc).__name__
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": message}
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and not isinstance(status, bool):
-        error["status"] = status
-    return {"error": error}
-
-
 def _media_type(value: str | None) -> str:
     return (value or "").partition(";")[0].strip().lower()
+
+
+def _json_body(request: Request) -> dict[str, Any] | None:
+    """The request's body as a JSON object; ``None`` when it is none or is not declared
+    ``application/json`` (07 §4: a body a web page could send without asking first is
+    refused, so a page cannot make the gateway spend)."""
+    if _media_type(request.header("content-type")) != JSON:
+        return None
+    try:
+        body = json.loads(request.body)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _refusal(
+    door: FrontDoor | None, status: int, error_type: str, message: str,
+    param: str | None = None,
+) -> Answer:
+    """A refusal in the door's error body (08 D73), else in the server's (07 §4)."""
+    if door is None:
+        return refusal(status, error_type, message)
+    return door_refusal(door, status, message, param=param)
+
+
+@final
+@attrs.define
+class _Flight:
+    """One call in flight (``Gateway._flight``); ``delivered`` once the caller has the whole
+    answer."""
+
+    signal: AbortSignal
+    tally: Tally
+    delivered: bool = False
 
 
 @final
@@ -224,16 +259,80 @@ class _Frames:
         self._closed = True
         self._notify()
 
+    async def ready(self) -> None:
+        """Wait until a frame is queued or none will come (``close``), taking nothing."""
+        while not self._frames and not self._closed:
+            await self._wait()
+
     async def get(self) -> bytes | None:
         """The next frame, waiting for one; ``None`` after the last one (``close``)."""
-        while not self._frames:
-            if self._closed:
-                return None
-            await self._wait()
+        await self.ready()
+        if not self._frames:
+            return None
         frame = self._frames.popleft()
         self._held -= len(frame)
         self._notify()
         return frame
+
+
+class _Encoding(Protocol):
+    """How one stream's events reach its caller: ``_MMSPStream`` for ``POST /v1/stream``,
+    ``doors.DoorStream`` for a front door (module docstring, step 2)."""
+
+    #: The head's headers.
+    @property
+    def headers(self) -> Sequence[tuple[str, str]]: ...
+
+    #: Whether the head waits for the upstream's answer: the first frame, or ``refusal``.
+    @property
+    def deferred(self) -> bool: ...
+
+    #: The whole answer sent instead of a deferred head: the stream failed before it began.
+    @property
+    def refusal(self) -> Answer | None: ...
+
+    def event(self, event: UniEvent, /) -> bytes:
+        """The frames of a public event."""
+        ...
+
+    def failure(self, exc: Exception, /) -> bytes:
+        """The last frames of a call that raised ``exc``."""
+        ...
+
+    def aborted(self, exc: AbortedError, /) -> bytes:
+        """The last frames of an aborted call (shutdown, an idle caller)."""
+        ...
+
+    def end(self) -> bytes:
+        """The last frames of a call that ended with its stop."""
+        ...
+
+
+@final
+class _MMSPStream:
+    """``POST /v1/stream``'s frames (07 §4): the head at once, each event as ``data: <json>``,
+    an error as one ``data: {"error": ...}`` frame, then ``data: [DONE]``; an aborted call
+    writes ``[DONE]`` only. ``secret`` (the row's key) is redacted from an error that is no
+    MMSP error."""
+
+    headers: Final = SSE_HEADERS
+    deferred: Final = False
+    refusal: Final = None
+
+    def __init__(self, secret: str) -> None:
+        self._secret = secret
+
+    def event(self, event: UniEvent) -> bytes:
+        return _frame(to_wire(event))
+
+    def failure(self, exc: Exception) -> bytes:
+        return _frame(wire_error(exc, self._secret)) + _DONE
+
+    def aborted(self, exc: AbortedError) -> bytes:
+        return _DONE
+
+    def end(self) -> bytes:
+        return _DONE
 
 
 @final
@@ -323,14 +422,15 @@ class Gateway:
 
     def authorised(self, request: Request) -> bool:
         """Whether ``request`` may go on (07 §3): an open server, a path outside ``/v1/``, or
-        ``Authorization: Bearer <one of the keys>``, compared in constant time with every key."""
+        one of the keys as ``Authorization: Bearer <key>`` or as Anthropic's ``x-api-key:
+        <key>`` (08 D73), each compared in constant time with every key."""
         if not self._tokens or not request.path.startswith("/v1/"):
             return True
-        scheme, _, token = (request.header("authorization") or "").partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        presented = token.strip().encode("latin-1")
-        matches = [hmac.compare_digest(presented, key) for key in self._tokens]
+        scheme, _, bearer = (request.header("authorization") or "").partition(" ")
+        presented = [bearer] if scheme.lower() == "bearer" else []
+        presented.extend(value for value in [request.header("x-api-key")] if value is not None)
+        matches = [hmac.compare_digest(token.strip().encode("latin-1"), key)
+                   for token in presented for key in self._tokens]
         return any(matches)
 
     def host_allowed(self, request: Request, local_host: str | None) -> bool:
@@ -342,45 +442,74 @@ class Gateway:
             return True
         return names_loopback_host(request.header("host"))
 
-    def decide(self, request: Request, *, local_host: str | None = None) -> Answer | StreamCall:
+    def decide(
+        self, request: Request, *, local_host: str | None = None
+    ) -> Answer | StreamCall | FrontCall:
         """Route ``request`` and apply the ``Host`` rule of an open server (``host_allowed``),
-        then the refusals of 07 §3 and §4, in their order."""
+        then the refusals of 07 §3 and §4, in their order. A refusal at a front door is in
+        its protocol's error body (08 D73)."""
+        doors = front_doors()
+        door = doors.get(request.path) if request.method == "POST" else None
         if not self.host_allowed(request, local_host):
             self.metrics.refused("unauthorized")
-            return refusal(403, "PermissionDeniedError",
-                           "The Host header names no loopback host: this server has no "
-                           "api_keys and answers only requests addressed to a loopback host.")
+            return _refusal(door, 403, "PermissionDeniedError",
+                            "The Host header names no loopback host: this server has no "
+                            "api_keys and answers only requests addressed to a loopback host.")
         if not self.authorised(request):
             self.metrics.refused("unauthorized")
-            return refusal(401, "AuthenticationError", "Invalid or missing API key.")
+            return _refusal(door, 401, "AuthenticationError", "Invalid or missing API key.")
+        if door is not None:
+            return self._front_call(request, door)
         route = (request.method, request.path)
         if route == ("POST", "/v1/stream"):
             return self._stream_call(request)
         if route == ("GET", "/v1/models"):
-            created = int(self.metrics.started_at)
-            data = [{"id": model, "object": "model", "created": created, "owned_by": "mmsp"}
-                    for model in self._clients]
-            return _json_answer(200, {"object": "list", "data": data})
+            anthropic = request.header("anthropic-version") is not None
+            return json_answer(200, model_list(self._clients, self.metrics.started_at,
+                                               anthropic=anthropic))
         if route == ("GET", "/v1/metrics"):
-            return _json_answer(200, self.metrics.snapshot())
+            return json_answer(200, self.metrics.snapshot())
+        routes = ["POST /v1/stream", *(f"POST {path}" for path in doors), "GET /v1/models"]
         return refusal(404, "NotFoundError",
                        f"No route for {request.method} {request.path}; the server serves "
-                       f"{_ROUTES}.")
+                       f"{', '.join(routes)} and GET /v1/metrics.")
+
+    def _invalid(self, door: FrontDoor | None, message: str, param: str | None = None) -> Answer:
+        """A 400 refusal of a request, counted as ``invalid_request``."""
+        self.metrics.refused("invalid_request")
+        return _refusal(door, 400, "InvalidRequestError", message, param=param)
+
+    def _unknown_model(self, door: FrontDoor | None, model: str) -> Answer:
+        """The 404 of a model this server does not serve (07 §4), counted as ``unknown_model``."""
+        self.metrics.refused("unknown_model")
+        return _refusal(door, 404, "NotFoundError",
+                        f"The model '{model}' does not exist; GET /v1/models lists the "
+                        f"models this server serves.")
+
+    def _front_call(self, request: Request, door: FrontDoor) -> Answer | FrontCall:
+        """The refusals of a front door (08 D73), else the call to answer: a body that is no
+        JSON object, or one the door's reader refuses (400, ``param`` naming a refused field),
+        and an unknown model (404), each in the protocol's error body."""
+        body = _json_body(request)
+        if body is None:
+            return self._invalid(door, "Request body must be a JSON object.")
+        try:
+            read = door.read_request(body)
+        except MMSPError as exc:
+            param = exc.parameter if isinstance(exc, UnsupportedParameterError) else None
+            return self._invalid(door, str(exc), param)
+        if read.model not in self._clients:
+            return self._unknown_model(door, read.model)
+        return FrontCall(door, self._rows[read.model], read)
 
     def _stream_call(self, request: Request) -> Answer | StreamCall:
         """The refusals of 07 §4's table, in order, else the call to stream."""
 
         def invalid(message: str) -> Answer:
-            self.metrics.refused("invalid_request")
-            return refusal(400, "InvalidRequestError", message)
+            return self._invalid(None, message)
 
-        body: Any = None
-        if _media_type(request.header("content-type")) == _JSON:
-            try:
-                body = json.loads(request.body)
-            except (ValueError, RecursionError):
-                body = None
-        if not isinstance(body, dict):
+        body = _json_body(request)
+        if body is None:
             return invalid("Request body must be a JSON object.")
         model = body.get("model")
         if not isinstance(model, str) or not model:
@@ -392,10 +521,7 @@ class Gateway:
         if config is not None and not isinstance(config, dict):
             return invalid("config must be an object.")
         if model not in self._clients:
-            self.metrics.refused("unknown_model")
-            return refusal(404, "NotFoundError",
-                           f"The model '{model}' does not exist; GET /v1/models lists the "
-                           f"models this server serves.")
+            return self._unknown_model(None, model)
         return StreamCall(self._rows[model], messages, config)
 
     # -- step 2: answer ----------------------------------------------------------------------
@@ -413,62 +539,160 @@ class Gateway:
         decision = self.decide(request, local_host=local_host)
         if isinstance(decision, Answer):
             await out.respond(decision.status, decision.headers, decision.body)
-            return
-        await self._stream(decision, out)
+        elif isinstance(decision, StreamCall):
+            await self._stream(decision.row, decision.messages, decision.config, out,
+                               _MMSPStream(decision.row.api_key))
+        elif decision.request.stream:
+            row, read = decision.row, decision.request
+            client_type = self._clients[row.server_model_id].client_type
+            encoding = DoorStream(decision.door, row.server_model_id, read.ignored,
+                                  client=client_type, secret=row.api_key)
+            await self._stream(row, read.messages, read.config, out, encoding)
+        else:
+            await self._whole(decision, out)
 
-    async def _stream(self, call: StreamCall, out: Output) -> None:
-        """Steps 2-4 of the module docstring for one accepted call."""
-        signal = AbortSignal()
-        tally = self.metrics.begin(call.row.server_model_id)
-        self._signals.add(signal)
-        delivered = False
+    @contextlib.contextmanager
+    def _flight(self, row: ModelRow, out: Output) -> Iterator[_Flight]:
+        """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
+        ``"client disconnected"`` first when the caller left before it had the whole answer,
+        and its tally ends with the outcome."""
+        flight = _Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
+        self._signals.add(flight.signal)
         try:
-            await out.start(200, _SSE_HEADERS)
+            yield flight
+        finally:
+            # A caller may close as soon as it has the end of the stream (08 D56), before the
+            # end of the body is written: that is no disconnect.
+            gone = out.client_gone and not flight.delivered
+            if gone:
+                flight.signal.abort("client disconnected")
+            flight.signal.abort("request ended")
+            self._signals.discard(flight.signal)
+            flight.tally.end(client_gone=gone)
+
+    def _call(
+        self,
+        row: ModelRow,
+        messages: Sequence[UniMessage | Mapping[str, Any]],
+        config: UniConfig | Mapping[str, Any] | None,
+        signal: AbortSignal,
+    ) -> AsyncGenerator[UniEvent, None]:
+        """The stateless call of ``row``'s client, the one upstream path of every route.
+
+        Raises:
+            UnsupportedParameterError: an ``extra_body`` key the row does not forward (module
+                docstring), before any provider request.
+        """
+        client = self._clients[row.server_model_id]
+        _check_extra_body(row, config, client.client_type)
+        return client.streaming_response(messages, config, signal)
+
+    def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
+        """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,
+        without the row's key."""
+        error = wire_error(exc, row.api_key)["error"]
+        if not isinstance(exc, MMSPError):
+            _logger.error("%s: the row's client failed: %s: %s", row.server_model_id,
+                          error["type"], error["message"])
+        tally.failed(error["message"])
+
+    async def _stream(
+        self,
+        row: ModelRow,
+        messages: Sequence[UniMessage | Mapping[str, Any]],
+        config: UniConfig | Mapping[str, Any] | None,
+        out: Output,
+        encoding: _Encoding,
+    ) -> None:
+        """Steps 2-4 of the module docstring for one accepted call. A deferred head (a front
+        door's, 08 D73) is sent when the upstream answered: with the first frame, or as the
+        whole ``encoding.refusal`` when the call failed first."""
+        with self._flight(row, out) as flight:
+            if not encoding.deferred:
+                await out.start(200, encoding.headers)
             frames = _Frames(_BUFFERED_BYTES)
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._produce, call, signal, frames, tally)
-                delivered = await self._write(frames, out, signal, tally)
+                tasks.start_soon(self._produce, row, messages, config, flight, frames,
+                                 encoding)
+                if encoding.deferred:
+                    await frames.ready()
+                    refused = encoding.refusal
+                    if refused is not None:
+                        await out.respond(refused.status, refused.headers, refused.body)
+                    else:
+                        await out.start(200, encoding.headers)
+                    flight.delivered = refused is not None
+                if not flight.delivered:
+                    flight.delivered = await self._write(frames, out, flight)
                 tasks.cancel_scope.cancel()
-        finally:
-            # A caller may close as soon as it has ``[DONE]`` (08 D56), before the end of the
-            # body is written: that is no disconnect.
-            gone = out.client_gone and not delivered
-            if gone:
-                signal.abort("client disconnected")
-            signal.abort("request ended")
-            self._signals.discard(signal)
-            tally.end(client_gone=gone)
 
     async def _produce(
-        self, call: StreamCall, signal: AbortSignal, frames: _Frames, tally: Tally
+        self,
+        row: ModelRow,
+        messages: Sequence[UniMessage | Mapping[str, Any]],
+        config: UniConfig | Mapping[str, Any] | None,
+        flight: _Flight,
+        frames: _Frames,
+        encoding: _Encoding,
     ) -> None:
-        """Refuse the ``extra_body`` keys the row does not forward, run the row's call and
-        queue its frames, an error as one error frame, then ``[DONE]`` (07 §4). An abort
-        (shutdown, an idle caller) queues ``[DONE]`` only."""
-        client = self._clients[call.row.server_model_id]
+        """Run the row's call and queue the frames of its events, then its last frames as
+        ``encoding`` writes the end, an error or an abort (shutdown, an idle caller)."""
         try:
-            _check_extra_body(call, client.client_type)
-            stream = client.streaming_response(call.messages, call.config, signal)
-            async with aclosing(stream) as events:
+            async with aclosing(self._call(row, messages, config, flight.signal)) as events:
                 async for event in events:
-                    tally.event(stop=event.event_type == "stop", usage=event.usage_metadata)
-                    await frames.put(_event_frame(event))
+                    flight.tally.event(stop=event.event_type == "stop",
+                                       usage=event.usage_metadata)
+                    await frames.put(encoding.event(event))
+            last = encoding.end()
         except AbortedError as exc:
-            tally.failed(str(exc))
-        except Exception as exc:  # every error is one event under status 200 (07 §4)
-            error = wire_error(exc, call.row.api_key)
-            if not isinstance(exc, MMSPError):  # a bug: logged, without the row's key
-                _logger.error("%s: the row's client failed: %s: %s",
-                              call.row.server_model_id, error["error"]["type"],
-                              error["error"]["message"])
-            tally.failed(error["error"]["message"])
-            await frames.put(_frame(error))
-        await frames.put(_DONE)
+            flight.tally.failed(str(exc))
+            last = encoding.aborted(exc)
+        except Exception as exc:  # /v1/stream: one event under status 200 (07 §4)
+            self._failed(row, exc, flight.tally)
+            last = encoding.failure(exc)
+        await frames.put(last)
         frames.close()
 
-    async def _write(
-        self, frames: _Frames, out: Output, signal: AbortSignal, tally: Tally
-    ) -> bool:
+    async def _whole(self, call: FrontCall, out: Output) -> None:
+        """A front door's ``stream: false`` (08 D73): the protocol's whole JSON response built
+        from the call's done items and stop only, or its error as an HTTP status and the
+        protocol's error body (``doors.door_error``). A caller that takes nothing of it for
+        ``idle_timeout`` seconds is cut off."""
+        with self._flight(call.row, out) as flight:
+            answer = await self._collect(call, flight)
+            with anyio.move_on_after(self.idle_timeout) as timer:
+                await out.respond(answer.status, answer.headers, answer.body)
+            if timer.cancelled_caught:
+                flight.tally.failed(f"the caller read nothing for {self.idle_timeout:g} s")
+                await out.cut()
+            flight.delivered = not timer.cancelled_caught
+
+    async def _collect(self, call: FrontCall, flight: _Flight) -> Answer:
+        """The answer of a front door's ``stream: false`` call (``_whole``)."""
+        row, read = call.row, call.request
+        client_type = self._clients[row.server_model_id].client_type
+        kept: list[UniEvent] = []  # the done items' events and the stop, no delta
+        try:
+            async with aclosing(self._call(row, read.messages, read.config,
+                                           flight.signal)) as events:
+                async for event in events:
+                    flight.tally.event(stop=event.event_type == "stop",
+                                       usage=event.usage_metadata)
+                    if event.event_type == "stop" or isinstance(event.content_items[0],
+                                                                DoneItem):
+                        kept.append(event)
+            message = concat_uni_events_to_uni_message(kept)
+            usage, finish = message.usage_metadata, message.finish_reason
+            if usage is None or finish is None:  # the public stream always ends with both
+                raise IncompleteStreamError(client_type, ("usage", "finish_reason"))
+            document = call.door.response(message.content_items, usage, finish,
+                                          model=row.server_model_id)
+        except Exception as exc:
+            self._failed(row, exc, flight.tally)
+            return door_error(call.door, as_mmsp_error(exc, client_type, row.api_key))
+        return json_answer(200, document, ignored_fields_header(read.ignored))
+
+    async def _write(self, frames: _Frames, out: Output, flight: _Flight) -> bool:
         """Send the queued frames, keep-alives while none is ready (steps 2 and 3); return
         at the end of the stream (``True``: every frame was sent), once the caller is gone, or
         after cutting an idle caller."""
@@ -486,12 +710,10 @@ class Gateway:
                         return False
                 if timer.cancelled_caught:
                     reason = f"the caller read nothing for {self.idle_timeout:g} s"
-                    signal.abort(reason)
-                    tally.failed(reason)
+                    flight.signal.abort(reason)
+                    flight.tally.failed(reason)
                     await out.cut()
                     return False
-            if frame is _DONE:  # the last frame (``_produce``): the caller may close now
-                return True
 
     def abort_streams(self, reason: str) -> None:
         """Abort the upstream call of every stream in flight (module docstring, step 5)."""
@@ -499,21 +721,20 @@ class Gateway:
             signal.abort(reason)
 
 
-def _event_frame(event: UniEvent) -> bytes:
-    return _frame(to_wire(event))
-
-
-def _check_extra_body(call: StreamCall, client_type: str) -> None:
+def _check_extra_body(
+    row: ModelRow, config: UniConfig | Mapping[str, Any] | None, client_type: str
+) -> None:
     """Refuse the keys of the call's ``extra_body`` that its row does not list in
     ``extra_body_keys`` (module docstring).
 
     Raises:
         UnsupportedParameterError: ``parameter="extra_body"``, the refused keys in ``detail``.
     """
-    extra = (call.config or {}).get("extra_body")
+    extra = (config.extra_body if isinstance(config, UniConfig)
+             else (config or {}).get("extra_body"))
     if not isinstance(extra, Mapping):  # anything else is the row's client's to refuse
         return
-    refused = [str(key) for key in extra if key not in call.row.extra_body_keys]
+    refused = [str(key) for key in extra if key not in row.extra_body_keys]
     if refused:
         raise UnsupportedParameterError(
             client_type, "extra_body",
