@@ -9,20 +9,39 @@ accepted ones in its own body shape. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import enum
 from typing import Final, final
 
 import attrs
 
 from mmsp_core.errors import UnsupportedParameterError
 from mmsp_core.model import UniConfig
-from mmsp_core.wire import MAX_STOP_SEQUENCES
+from mmsp_core.wire import MAX_STOP_SEQUENCES, SEED_RANGE
 
-__all__ = ["ALL_SAMPLING", "NO_SAMPLING", "SAMPLING_KEYS", "Sampling", "check_sampling",
-           "refuse_keys"]
+__all__ = [
+    "ALL_SAMPLING",
+    "NO_SAMPLING",
+    "SAMPLING_KEYS",
+    "Sampling",
+    "TopP",
+    "check_sampling",
+    "top_p_to_send",
+]
 
 #: The four keys of 08 D74, in the order their refusals are checked.
 SAMPLING_KEYS: Final = ("top_p", "stop_sequences", "seed", "response_format")
+
+
+class TopP(enum.Enum):
+    """Which ``top_p`` an endpoint takes (08 D74)."""
+
+    #: Any value, sent as given.
+    SENT = "sent"
+    #: Only 1.0, the default, which is not sent; any other value is refused: the rule of a
+    #: generation that fixes its temperature, applied to ``top_p`` as 08 D74 says.
+    ONLY_DEFAULT = "only-default"
+    #: No value at all.
+    REFUSED = "refused"
 
 
 @final
@@ -31,14 +50,15 @@ class Sampling:
     """Which keys of 08 D74 an endpoint (or one generation of its models) takes.
 
     ``stop_sequences`` is how many stop sequences it takes (0: none; a config holds at most
-    ``MAX_STOP_SEQUENCES``); ``formats`` are the ``response_format`` types it takes
+    ``MAX_STOP_SEQUENCES``); ``seed`` the seeds it takes (``None``: none; a config's seed is
+    in ``SEED_RANGE``); ``formats`` are the ``response_format`` types it takes
     (``"json_schema"``, ``"json_object"``); ``detail`` is the reason of a refusal, with
     ``{client}`` and ``{key}`` filled in.
     """
 
-    top_p: bool = True
+    top_p: TopP = TopP.SENT
     stop_sequences: int = MAX_STOP_SEQUENCES
-    seed: bool = True
+    seed: range | None = SEED_RANGE
     formats: tuple[str, ...] = ("json_schema", "json_object")
     detail: str = "{client} does not take {key}"
 
@@ -46,18 +66,7 @@ class Sampling:
 #: An endpoint that takes all four keys and both formats.
 ALL_SAMPLING: Final = Sampling()
 #: An endpoint that takes none of them.
-NO_SAMPLING: Final = Sampling(False, 0, False, ())
-
-
-def refuse_keys(client: str, config: UniConfig, keys: Iterable[str], detail: str) -> None:
-    """Refuse the first of ``keys`` that ``config`` sets (RFC-0003 §6.2).
-
-    Raises:
-        UnsupportedParameterError: ``parameter`` the key, ``detail`` saying why.
-    """
-    for key in keys:
-        if getattr(config, key) is not None:
-            raise UnsupportedParameterError(client, key, detail=detail)
+NO_SAMPLING: Final = Sampling(TopP.REFUSED, 0, None, ())
 
 
 def check_sampling(client: str, config: UniConfig, sampling: Sampling) -> None:
@@ -65,21 +74,41 @@ def check_sampling(client: str, config: UniConfig, sampling: Sampling) -> None:
     order of ``SAMPLING_KEYS`` (RFC-0003 §6.2).
 
     Raises:
-        UnsupportedParameterError: ``parameter`` the key; for ``stop_sequences``, more than
-            the endpoint takes; for ``response_format``, a type outside ``sampling.formats``
-            (the accepted ones named).
+        UnsupportedParameterError: ``parameter`` the key: a key the endpoint does not take,
+            a ``top_p`` other than 1.0 where only the default is taken, more stop sequences
+            than it takes, a seed outside its range, a ``response_format`` type outside
+            ``sampling.formats``.
     """
-    for key in SAMPLING_KEYS[:3]:
-        if not getattr(sampling, key) and getattr(config, key) is not None:
-            detail = sampling.detail.format(client=client, key=key)
-            raise UnsupportedParameterError(client, key, detail=detail)
-    stops = config.stop_sequences
+
+    def refused(key: str) -> UnsupportedParameterError:
+        detail = sampling.detail.format(client=client, key=key)
+        return UnsupportedParameterError(client, key, detail=detail)
+
+    top_p, stops = config.top_p, config.stop_sequences
+    if top_p is not None and sampling.top_p is TopP.REFUSED:
+        raise refused("top_p")
+    if top_p is not None and sampling.top_p is TopP.ONLY_DEFAULT and top_p != 1.0:
+        detail = "only 1.0 is accepted, as for temperature"
+        raise UnsupportedParameterError(client, "top_p", detail=detail)
+    if stops is not None and not sampling.stop_sequences:
+        raise refused("stop_sequences")
     if stops is not None and len(stops) > sampling.stop_sequences:
         detail = f"{client} takes at most {sampling.stop_sequences} stop sequences"
         raise UnsupportedParameterError(client, "stop_sequences", detail=detail)
+    seeds, seed = sampling.seed, config.seed
+    if seed is not None and seeds is None:
+        raise refused("seed")
+    if seed is not None and seeds is not None and seed not in seeds:
+        detail = f"{client} takes a seed from {seeds.start} to {seeds.stop - 1}"
+        raise UnsupportedParameterError(client, "seed", detail=detail)
     asked = config.response_format
+    if asked is not None and not sampling.formats:
+        raise refused("response_format")
     if asked is not None and asked.type not in sampling.formats:
-        accepted = " or ".join(sampling.formats) or "no response_format"
-        raise UnsupportedParameterError(
-            client, "response_format", detail=f"{client} takes {accepted}, not {asked.type}"
-        )
+        detail = f"{client} takes only {' or '.join(sampling.formats)}, not {asked.type}"
+        raise UnsupportedParameterError(client, "response_format", detail=detail)
+
+
+def top_p_to_send(config: UniConfig, sampling: Sampling) -> float | None:
+    """The ``top_p`` to write into the body, ``None`` for none (after ``check_sampling``)."""
+    return config.top_p if sampling.top_p is TopP.SENT else None

@@ -14,6 +14,8 @@ from typing import Final, NamedTuple, final
 
 import attrs
 
+from adapters._sampling import Sampling, TopP
+
 __all__ = [
     "BEDROCK",
     "COMPATIBLE",
@@ -35,6 +37,13 @@ class Thinking(NamedTuple):
 _DISABLED: Final = Thinking("disabled", None)
 _BETWEEN_TOOLS: Final = Thinking("between_tools", None)
 _LOW: Final = Thinking("adaptive", "low")
+
+#: The keys of 08 D74 on the Messages API (Anthropic's Messages reference and "Structured
+#: outputs"): ``top_p``, ``stop_sequences``, and ``output_config.format`` as ``json_schema``
+#: (Claude 4.5 and later, so every generation here; always enforced, whatever ``strict``
+#: says). There is no seed and no plain JSON mode, so those are refused.
+_MESSAGES_SAMPLING: Final = Sampling(seed=None, formats=("json_schema",),
+                                     detail="the Messages API has no {key}")
 
 
 class CacheControl(enum.Enum):
@@ -87,6 +96,8 @@ class AnthropicProfile:
     #: Whether the endpoint takes ``fast_mode`` at all; where it does, the generation row
     #: decides (05 §4.1: Bedrock refuses it on every model).
     fast_mode: bool = True
+    #: Which keys of 08 D74 are sent; ``top_p`` follows the temperature rule (08 D74).
+    sampling: Sampling = _MESSAGES_SAMPLING
 
 
 #: anthropic-official: Anthropic's own API and its model generations (05 §1, §2.1, §4.1).
@@ -121,6 +132,7 @@ OFFICIAL: Final = AnthropicProfile(
     temperature_fixed=True,
     cache_control=CacheControl.TOP_LEVEL,
     replays_unsigned_thinking=False,
+    sampling=attrs.evolve(_MESSAGES_SAMPLING, top_p=TopP.ONLY_DEFAULT),
 )
 #: anthropic-official on Amazon Bedrock (08 D72): the same generations, but prompt caching
 #: marks the last block of the last user message, and fast mode is refused (05 §4.1).

@@ -24,7 +24,7 @@ from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
-from adapters._sampling import SAMPLING_KEYS, refuse_keys
+from adapters._sampling import check_sampling, top_p_to_send
 from mmsp_core.errors import (
     InvalidMessageError,
     UnsupportedOperationError,
@@ -34,6 +34,7 @@ from mmsp_core.model import (
     ImageUrlDone,
     Item,
     PromptCaching,
+    ResponseFormat,
     TextDone,
     ThinkingDone,
     ThinkingLevel,
@@ -203,6 +204,20 @@ def _temperature(client: str, profile: AnthropicProfile, temperature: float | No
     return None
 
 
+def _output_config(
+    block: Thinking | None, asked: ResponseFormat | None
+) -> dict[str, Any] | None:
+    """``output_config``: the thinking level's ``effort`` and the ``format`` of structured
+    output (``{"type": "json_schema", "schema"}``, Anthropic's "Structured outputs"); ``None``
+    when neither is sent."""
+    output: dict[str, Any] = {}
+    if block is not None and block.effort is not None:
+        output["effort"] = block.effort
+    if asked is not None:
+        output["format"] = {"type": "json_schema", "schema": asked.schema}
+    return output or None
+
+
 class _ConfigPart(NamedTuple):
     fields: dict[str, Any]
     betas: tuple[str, ...]
@@ -239,18 +254,19 @@ def _convert_config(
             | ({} if tool.parameters is None else {"input_schema": tool.parameters})
             for tool in config.tools
         ]
+    check_sampling(client, config, profile.sampling)
     # Key order as in 04 §4, so the same request always has the same bytes.
     optional: dict[str, Any] = {
         "system": config.system_prompt,
         "thinking": None if block is None else _thinking_json(block, config.thinking_summary),
-        "output_config": None
-        if block is None or block.effort is None
-        else {"effort": block.effort},
+        "output_config": _output_config(block, config.response_format),
         "tools": tools,
         "tool_choice": tool_choice,
         "speed": "fast" if config.fast_mode else None,
         "cache_control": cache_control if top_level else None,
         "temperature": temperature,
+        "top_p": top_p_to_send(config, profile.sampling),
+        "stop_sequences": None if config.stop_sequences is None else list(config.stop_sequences),
     }
     fields: dict[str, Any] = {
         "max_tokens": DEFAULT_MAX_TOKENS if config.max_tokens is None else config.max_tokens,
@@ -271,7 +287,6 @@ def check_config(
         UnsupportedOperationError: ``profile`` is not an Anthropic Messages client's.
     """
     _convert_config(client, _profile(client, profile), model, config)
-    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 # --------------------------------------------------------------------------------------------

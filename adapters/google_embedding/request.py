@@ -36,7 +36,7 @@ from typing import Any, Final
 from adapters._build import Converters, MessageContext, walk_messages
 from adapters._convert import parse_data_uri
 from adapters._google.vertex import vertex_path
-from adapters._sampling import SAMPLING_KEYS, refuse_keys
+from adapters._sampling import NO_SAMPLING, check_sampling
 from mmsp_core.errors import InvalidMessageError, UnsupportedParameterError
 from mmsp_core.model import ImageUrlDone, InlineDataDone, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
@@ -76,7 +76,7 @@ def check_config(
         UnsupportedParameterError: any key of 08 D74 (an embedding is not sampled and has no
             answer format).
     """
-    refuse_keys(client, config, SAMPLING_KEYS, "an embedding is not sampled and has no format")
+    check_sampling(client, config, NO_SAMPLING)
 
 
 def _text(context: MessageContext, item: Item) -> JSON | None:

@@ -40,10 +40,11 @@ from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, item_kind, walk_messages
 from adapters._convert import check_tool_choice_list, model_key, parse_data_uri
+from adapters._google.sampling import JSON_MIME_TYPE, sampling_of
 from adapters._google.script import SCRIPT_SPLIT_TOKEN, script_turns
 from adapters._google.thinking import Mode, model_mode, thinking_level_for
 from adapters._google.vertex import vertex_path
-from adapters._sampling import SAMPLING_KEYS, refuse_keys
+from adapters._sampling import check_sampling
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -173,6 +174,7 @@ def _config_fields(client: str, model: str, config: UniConfig) -> JSON:
             detail=f"{model!r} is an embedding model of the google-embedding protocol",
         )
     _check(client, config)
+    check_sampling(client, config, sampling_of(mode))
     generation: JSON = {}
     fields: JSON = {}
     if mode is Mode.TTS:
@@ -181,6 +183,7 @@ def _config_fields(client: str, model: str, config: UniConfig) -> JSON:
         _put(generation, "maxOutputTokens", config.max_tokens)
         return {"generationConfig": generation}
     _put(generation, "maxOutputTokens", config.max_tokens)
+    generation.update(_sampling_fields(config))
     thinking: JSON = {}
     if config.thinking_level is not None:
         level = thinking_level_for(model, config.thinking_level)
@@ -212,6 +215,23 @@ def _config_fields(client: str, model: str, config: UniConfig) -> JSON:
             fields["toolConfig"] = {"functionCallingConfig": {"mode": mode_name}}
     if generation:
         fields["generationConfig"] = generation
+    return fields
+
+
+def _sampling_fields(config: UniConfig) -> JSON:
+    """The ``generationConfig`` fields of 08 D74 (generateContent's ``GenerationConfig``):
+    ``topP``, ``stopSequences``, ``seed``, and for ``response_format`` the JSON MIME type with
+    the schema as ``responseJsonSchema`` (a ``json_object`` format sends the MIME type alone;
+    Gemini enforces a schema whatever ``strict`` says)."""
+    fields: JSON = {}
+    _put(fields, "topP", config.top_p)
+    if config.stop_sequences is not None:
+        fields["stopSequences"] = list(config.stop_sequences)
+    _put(fields, "seed", config.seed)
+    asked = config.response_format
+    if asked is not None:
+        fields["responseMimeType"] = JSON_MIME_TYPE
+        _put(fields, "responseJsonSchema", asked.schema)
     return fields
 
 
@@ -437,7 +457,6 @@ def check_config(client: str, profile: GenAIProfile, model: str, config: UniConf
     """
     _genai_profile(client, profile, model)
     _config_fields(client, model, config)
-    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(

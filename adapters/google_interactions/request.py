@@ -74,9 +74,10 @@ from mmsp_core.request import HTTPRequest, encode_json_body
 
 from .._build import Converters, MessageContext, WalkedMessage, item_kind, walk_messages
 from .._convert import check_tool_choice_list, model_key, parse_data_uri
+from .._google.sampling import JSON_MIME_TYPE, sampling_of
 from .._google.script import SCRIPT_SPLIT_TOKEN, script_turns
 from .._google.thinking import Mode, model_mode, thinking_level_for
-from .._sampling import SAMPLING_KEYS, refuse_keys
+from .._sampling import check_sampling
 from .profiles import InteractionsProfile
 
 __all__ = ["API_VERSION", "DEFAULT_VOICE", "PATH", "SKIP_SIGNATURE", "build_request",
@@ -146,6 +147,40 @@ def _tool(name: str, description: str, parameters: Mapping[str, Any] | None) -> 
     return tool
 
 
+def _sampling_fields(config: UniConfig) -> dict[str, Any]:
+    """The ``generation_config`` fields of 08 D74 (the Interactions API reference):
+    ``top_p``, ``stop_sequences`` and ``seed``."""
+    fields: dict[str, Any] = {}
+    if config.top_p is not None:
+        fields["top_p"] = config.top_p
+    if config.stop_sequences is not None:
+        fields["stop_sequences"] = list(config.stop_sequences)
+    if config.seed is not None:
+        fields["seed"] = config.seed
+    return fields
+
+
+def _response_format(config: UniConfig) -> Any:
+    """``response_format`` of a generating model, ``None`` for none (05 §4.4): the text entry
+    (with ``mime_type: application/json`` and the ``schema`` for structured output, the
+    Interactions API's text response format) alone, or with the image entry of
+    ``image_config``."""
+    text: dict[str, Any] = {"type": "text"}
+    asked = config.response_format
+    if asked is not None:
+        text["mime_type"] = JSON_MIME_TYPE
+        if asked.schema is not None:
+            text["schema"] = asked.schema
+    if config.image_config is None:
+        return None if asked is None else text
+    image: dict[str, Any] = {"type": "image"}
+    if config.image_config.aspect_ratio is not None:
+        image["aspect_ratio"] = config.image_config.aspect_ratio
+    if config.image_config.image_size is not None:
+        image["image_size"] = config.image_config.image_size
+    return [text, image]
+
+
 def _check_model(client: str, model: str) -> Mode:
     """The model's class (05 §2.3).
 
@@ -180,6 +215,7 @@ def _config_body(
     check_tool_choice_list(client, config)
     if config.prompt_caching not in (None, PromptCaching.ENABLE):
         raise UnsupportedParameterError(client, "prompt_caching", detail="only enable")
+    check_sampling(client, config, sampling_of(mode))
 
     body: dict[str, Any] = {}
     generation: dict[str, Any] = {}
@@ -200,17 +236,14 @@ def _config_body(
             generation["thinking_summaries"] = "auto" if config.thinking_summary else "none"
         if config.tools is not None and config.tool_choice is not None:
             generation["tool_choice"] = _tool_choice(client, config.tool_choice)
+        generation.update(_sampling_fields(config))
         if generation:
             body["generation_config"] = generation
         if config.tools is not None:
             body["tools"] = [_tool(t.name, t.description, t.parameters) for t in config.tools]
-        if config.image_config is not None:
-            image: dict[str, Any] = {"type": "image"}
-            if config.image_config.aspect_ratio is not None:
-                image["aspect_ratio"] = config.image_config.aspect_ratio
-            if config.image_config.image_size is not None:
-                image["image_size"] = config.image_config.image_size
-            body["response_format"] = [{"type": "text"}, image]
+        response_format = _response_format(config)
+        if response_format is not None:
+            body["response_format"] = response_format
     if config.fast_mode:
         body["service_tier"] = "priority"
     return body
@@ -226,7 +259,6 @@ def check_config(
         UnsupportedParameterError: a value Gemini cannot take (05 §4.4).
     """
     _config_body(client, profile, model, config)
-    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(

@@ -17,7 +17,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from adapters._sampling import ALL_SAMPLING, Sampling
+from adapters._sampling import ALL_SAMPLING, Sampling, TopP
 from mmsp_core.model import PromptCaching, ThinkingLevel
 
 __all__ = ["COMPATIBLE", "MOONSHOT", "VLLM", "ZAI", "ChatGeneration", "ChatProfile"]
@@ -227,7 +227,7 @@ ZAI: Final = ChatProfile(
     tool_stream=True,
     # Z.AI's chat API reference: top_p; one stop word; response_format json_object only; no
     # seed.
-    sampling=Sampling(stop_sequences=1, seed=False, formats=("json_object",),
+    sampling=Sampling(stop_sequences=1, seed=None, formats=("json_object",),
                       detail="GLM takes no {key}"),
     tool_choice_detail="GLM accepts only 'auto'",
 )
@@ -275,7 +275,7 @@ MOONSHOT: Final = ChatProfile(
     # Kimi's chat API reference: the platform fixes the sampling of kimi models (temperature,
     # top_p), so top_p is refused as temperature is (08 D74); stop is taken, seed is not, and
     # response_format only as json_object.
-    sampling=Sampling(top_p=False, seed=False, formats=("json_object",),
+    sampling=Sampling(top_p=TopP.REFUSED, seed=None, formats=("json_object",),
                       detail="Kimi takes no {key}: the platform fixes its sampling"),
     temperature_detail="Kimi accepts only {temperature}",
     tool_choice_detail="this Kimi model accepts only {accepted}",

@@ -29,7 +29,7 @@ import attrs
 from adapters._build import Converters, MessageContext, WalkedMessage, walk_messages
 from adapters._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from adapters._media import needs_high_detail
-from adapters._sampling import check_sampling
+from adapters._sampling import check_sampling, top_p_to_send
 from mmsp_core.errors import (
     InvalidMessageError,
     RoutingError,
@@ -108,7 +108,7 @@ def _config_fields(client: str, profile: ChatProfile, model: str, config: UniCon
     _put(fields, profile.max_tokens_field, config.max_tokens)
     if profile.only_temperature is None:
         _put(fields, "temperature", config.temperature)
-    _put(fields, "top_p", config.top_p)
+    _put(fields, "top_p", top_p_to_send(config, profile.sampling))
     _put(fields, "stop", None if config.stop_sequences is None else list(config.stop_sequences))
     _put(fields, "seed", config.seed)
     _put(fields, "response_format", _response_format(config.response_format))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from adapters._build import Converters, MessageContext, item_kind, walk_messages
-from adapters._sampling import SAMPLING_KEYS, refuse_keys
+from adapters._sampling import NO_SAMPLING, check_sampling
 from mmsp_core.errors import InvalidMessageError, UnsupportedContentError, UnsupportedParameterError
 from mmsp_core.model import ITEM_CLASSES, Item, TextDone, UniConfig, UniMessage
 from mmsp_core.request import HTTPRequest, encode_json_body
@@ -39,7 +39,7 @@ def check_config(client: str, profile: None, model: str, config: UniConfig) -> N
         raise UnsupportedParameterError(
             client, "fast_mode", detail="an embedding endpoint has no fast mode"
         )
-    refuse_keys(client, config, SAMPLING_KEYS, "an embedding is not sampled and has no format")
+    check_sampling(client, config, NO_SAMPLING)
 
 
 def _text(context: MessageContext, item: Item) -> str:

@@ -17,6 +17,7 @@ from typing import Final, final
 
 import attrs
 
+from adapters._sampling import Sampling, TopP
 from mmsp_core.model import ThinkingLevel
 
 __all__ = [
@@ -38,6 +39,12 @@ _IDENTITY: Final[Mapping[ThinkingLevel, str]] = {level: level.value for level in
 
 #: Every string ``tool_choice`` of the Responses API.
 _ALL_CHOICES: Final = frozenset({"auto", "none", "required"})
+
+#: The keys of 08 D74 on the Responses API (OpenAI's Responses reference): ``top_p`` and
+#: ``text.format`` (``json_schema`` with name, schema and strict, or ``json_object``); it has
+#: no stop sequences and no seed, so those are refused on every client.
+_RESPONSES_SAMPLING: Final = Sampling(stop_sequences=0, seed=None,
+                                      detail="the Responses API has no {key}")
 
 
 class Temperature(enum.Enum):
@@ -123,6 +130,8 @@ class ResponsesProfile:
     text_only_ids: re.Pattern[str] | None = None
     #: Function calls are read only from their done items, whole (02 §11, 08 D32).
     whole_calls: bool = False
+    #: Which keys of 08 D74 are sent; ``top_p`` follows the temperature rule (08 D74).
+    sampling: Sampling = _RESPONSES_SAMPLING
     #: ``(prefix, protocol)``: lower-cased model ids starting with ``prefix`` are models of
     #: another wire protocol (openai-official's ``text-embedding-*`` ids are embedding models,
     #: 04 §2), so no Responses request is built for them.
@@ -159,6 +168,7 @@ OPENAI: Final = ResponsesProfile(
     tool_name_lists=True,
     phases=True,
     high_detail_token="gpt-5.6",
+    sampling=attrs.evolve(_RESPONSES_SAMPLING, top_p=TopP.ONLY_DEFAULT),
     foreign_models=(("text-embedding-", "openai-embedding"),),
 )
 #: openai-responses: any Responses endpoint.
@@ -185,6 +195,9 @@ DEEPSEEK: Final = ResponsesProfile(
     summary=Summary.ALWAYS,
     replay=ReasoningReplay.REBUILT,
     text_only_ids=re.compile(r"deepseek-v4-(flash|pro)(-\d{4})?"),
+    # DeepSeek's API documents JSON output (json_object) and no schema-following mode.
+    sampling=attrs.evolve(_RESPONSES_SAMPLING, top_p=TopP.ONLY_DEFAULT,
+                          formats=("json_object",)),
 )
 #: minimax-official: 05 §2.7, M3.1-Flash (``m3.1``) always reasons; M3 stops at high.
 MINIMAX: Final = ResponsesProfile(
@@ -202,4 +215,6 @@ MINIMAX: Final = ResponsesProfile(
     summary=Summary.NEVER,
     replay=ReasoningReplay.REBUILT_WITHOUT_SUMMARY,
     whole_calls=True,
+    # MiniMax documents top_p in (0, 1] and no structured output on its Responses endpoint.
+    sampling=attrs.evolve(_RESPONSES_SAMPLING, formats=()),
 )

@@ -28,6 +28,7 @@ from mmsp_core.model import (
     ImageUrlDone,
     Item,
     PromptCaching,
+    ResponseFormat,
     TextDone,
     ThinkingDone,
     ThinkingLevel,
@@ -41,7 +42,7 @@ from mmsp_core.request import HTTPRequest, encode_json_body
 from .._build import Converters, MessageContext, WalkedMessage, walk_messages
 from .._convert import arguments_json, check_tool_choice_list, model_key, parse_data_uri
 from .._media import needs_high_detail
-from .._sampling import SAMPLING_KEYS, refuse_keys
+from .._sampling import check_sampling, top_p_to_send
 from .machine import REASONING_FIDELITY_KEYS
 from .profiles import Generation, ReasoningReplay, ResponsesProfile, Summary, Temperature
 
@@ -106,6 +107,15 @@ def _reasoning(
     return reasoning
 
 
+def _format(asked: ResponseFormat) -> dict[str, Any]:
+    """``text.format`` (OpenAI's Responses reference): ``{"type": "json_schema", name, schema,
+    strict}`` (flat, unlike Chat's) or ``{"type": "json_object"}``."""
+    if asked.type == "json_object":
+        return {"type": "json_object"}
+    return {"type": "json_schema", "name": asked.name, "schema": asked.schema,
+            "strict": asked.strict}
+
+
 def _tool(name: str, description: str, parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     tool: dict[str, Any] = {"type": "function", "name": name, "description": description}
     if parameters is not None:
@@ -131,6 +141,7 @@ def _config_body(
         raise UnsupportedParameterError(client, "prompt_caching", detail="only enable")
     if config.fast_mode and not generation.priority_tier:
         raise UnsupportedParameterError(client, "fast_mode", detail="no priority tier")
+    check_sampling(client, config, profile.sampling)
 
     body: dict[str, Any] = {}
     if config.system_prompt is not None:
@@ -141,6 +152,11 @@ def _config_body(
         temperature = _temperature(client, profile, config.temperature)
         if temperature is not None:
             body["temperature"] = temperature
+    top_p = top_p_to_send(config, profile.sampling)
+    if top_p is not None:
+        body["top_p"] = top_p
+    if config.response_format is not None:
+        body["text"] = {"format": _format(config.response_format)}
     reasoning = _reasoning(profile, generation, config)
     if reasoning:
         body["reasoning"] = reasoning
@@ -182,7 +198,6 @@ def check_config(client: str, profile: ResponsesProfile, model: str, config: Uni
         UnsupportedParameterError: a value the client cannot send for this model (05 §4.2).
     """
     _config_body(client, profile, model, config)
-    refuse_keys(client, config, SAMPLING_KEYS, "not mapped on this client yet")
 
 
 def build_request(
