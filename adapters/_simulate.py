@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["text_parts"]
+__all__ = ["dimensions", "text_parts"]
+
+
+def dimensions(value: Any) -> int | None:
+    """A requested vector size (``dimensions``, ``outputDimensionality``): ``value`` when it
+    is a positive integer, else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def text_parts(content: Any, text_types: tuple[str, ...]) -> list[str]:

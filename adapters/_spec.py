@@ -316,11 +316,15 @@ class Turn:
     question: str
     #: ``(name, JSON schema of the parameters)`` of each tool offered, in order.
     tools: tuple[tuple[str, Mapping[str, Any]], ...]
-    #: The text of every tool result the request carries, in order.
+    #: The text of every tool result that came after the last user text, in order (the
+    #: results of an earlier question are not this turn's).
     tool_results: tuple[str, ...]
     #: The text of each input of an embedding request, one per message in order (its vectors
     #: are the answer); empty for a generation request.
     inputs: tuple[str, ...] = ()
+    #: The vector size an embedding request asks for (``dimensions``,
+    #: ``outputDimensionality``); ``None``: none, or not a positive integer.
+    dimensions: int | None = None
 
 
 @final
@@ -339,7 +343,8 @@ class SimulatorDialect:
     error_body: Callable[[int, str], dict[str, Any]]
     #: The message of a 401 (``bad_key_status``) for a wrong key.
     bad_key_message: str
-    #: The in-stream error frame ``Reply.error_after`` appends (an overload, 08 D4).
+    #: The in-stream error frame ``Reply.error_after`` and ``faults.error_event`` append (an
+    #: overload, 08 D4).
     stream_error: bytes
     read_turn: Callable[[Mapping[str, Any]], Turn]
     tool_call_id_prefix: str
@@ -372,6 +377,9 @@ class SimulatorDialect:
     #: ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` with ``bedrock://<region>``); ``None``: a client is
     #: given ``Simulator.base_url``. ``simulated_protocols`` leaves such a protocol out.
     endpoint_variable: str | None = None
+    #: The provider's own keep-alive event, which the machine skips (``faults.ping_flood``
+    #: sends it: Anthropic's ``ping``, Responses' ``keepalive``); ``None``: it has none.
+    ping: bytes | None = None
 
 
 class Framing(Protocol):

@@ -44,14 +44,15 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results of a Messages request."""
-    question, results = "", []
+    """The last user text, the tools offered and the tool results since that text of a
+    Messages request."""
+    question, results = "", list[str]()
     for message in body.get("messages") or ():
         content = message.get("content")
         if message.get("role") != "user":
             continue
         if texts := text_parts(content, ("text",)):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         for block in content if isinstance(content, list) else ():
             if block.get("type") == "tool_result":
                 results.append("".join(text_parts(block.get("content"), ("text",))))
@@ -75,6 +76,7 @@ DIALECT: Final = SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="toolu_sim_",
     content_type="text/event-stream; charset=utf-8",
+    ping=b'event: ping\ndata: {"type": "ping"}\n\n',
 )
 
 

@@ -21,6 +21,7 @@ from adapters._google.shapes import error_body
 from adapters._google.vertex import BAD_TOKEN_MESSAGE, route_pattern
 from mmsp_core.request import encode_json_body
 
+from .._simulate import dimensions
 from .._spec import SimulatorDialect, Turn
 
 __all__ = ["DIALECT", "VERTEX", "read_turn", "vertex_answer"]
@@ -28,8 +29,9 @@ __all__ = ["DIALECT", "VERTEX", "read_turn", "vertex_answer"]
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
     """The text of each entry of a ``batchEmbedContents`` request (its ``text`` parts), in
-    order."""
-    inputs = []
+    order, and the ``outputDimensionality`` of its first entry (the builder gives each the
+    same)."""
+    inputs, sizes = [], []
     for entry in body.get("requests") or ():
         content = entry.get("content") if isinstance(entry, Mapping) else None
         parts = content.get("parts") if isinstance(content, Mapping) else None
@@ -37,11 +39,14 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
             part["text"] for part in parts if isinstance(part, Mapping)
             and isinstance(part.get("text"), str)
         ) if isinstance(parts, list) else "")
-    return Turn(inputs[-1] if inputs else "", (), (), tuple(inputs))
+        sizes.append(entry.get("outputDimensionality") if isinstance(entry, Mapping) else None)
+    return Turn(inputs[-1] if inputs else "", (), (), tuple(inputs),
+                dimensions(sizes[0] if sizes else None))
 
 
 def read_vertex_turn(body: Mapping[str, Any]) -> Turn:
-    """The text of an ``embedContent`` request's one ``content``."""
+    """The text of an ``embedContent`` request's one ``content`` and its
+    ``outputDimensionality``."""
     return read_turn({"requests": [body]})
 
 

@@ -36,15 +36,15 @@ def _texts(parts: Any) -> list[str]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results of a generateContent
-    request."""
-    question, results = "", []
+    """The last user text, the tools offered and the tool results since that text of a
+    generateContent request."""
+    question, results = "", list[str]()
     for content in body.get("contents") or ():
         if not isinstance(content, Mapping) or content.get("role") != "user":
             continue
         parts = content.get("parts")
         if texts := _texts(parts):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         for part in parts if isinstance(parts, list) else ():
             response = part.get("functionResponse") if isinstance(part, Mapping) else None
             if isinstance(response, Mapping):
@@ -72,6 +72,7 @@ _GEMINI_API: Final = SimulatorDialect(
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream",
     model_list=shapes.model_list_body,
+    ping=b"data: {}\r\n\r\n",  # a chunk with neither candidates nor usage (06 §4)
 )
 
 #: Vertex AI's endpoint of the protocol (08 D72).

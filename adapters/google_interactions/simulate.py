@@ -19,12 +19,13 @@ __all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results of an Interactions request.
+    """The last user text, the tools offered and the tool results since that text of an
+    Interactions request.
 
     ``input`` is a list of steps (or a plain string): the text blocks of the last
     ``user_input`` step are the question, each ``function_result`` step's text a tool result.
     """
-    question, results = "", []
+    question, results = "", list[str]()
     steps = body.get("input") or ()
     if isinstance(steps, str):
         steps = [{"type": "user_input", "content": [{"type": "text", "text": steps}]}]
@@ -34,7 +35,7 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         if step.get("type") == "user_input" and (
             texts := text_parts(step.get("content"), ("text",))
         ):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         elif step.get("type") == "function_result":
             results.append("".join(text_parts(step.get("result"), ("text",))))
     tools = tuple(

@@ -35,13 +35,13 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools of the config and the tool results of a ``/v1/stream``
-    request (its messages and config in MMSP JSON, 07 §4)."""
-    question, results = "", []
+    """The last user text, the tools of the config and the tool results since that text of a
+    ``/v1/stream`` request (its messages and config in MMSP JSON, 07 §4)."""
+    question, results = "", list[str]()
     for message in body.get("messages") or ():
         items = message.get("content_items")
         if message.get("role") == "user" and (texts := text_parts(items, ("text.done",))):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         results += text_parts(items, ("tool_result.done",))
     config = body.get("config") or {}
     tools = tuple(

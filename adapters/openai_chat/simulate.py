@@ -35,12 +35,13 @@ _PROMPT_FILTER_CHUNK: Final = json.dumps({
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results of a Chat request."""
-    question, results = "", []
+    """The last user text, the tools offered and the tool results since that text of a Chat
+    request."""
+    question, results = "", list[str]()
     for message in body.get("messages") or ():
         role, content = message.get("role"), message.get("content")
         if role == "user" and (texts := text_parts(content, ("text",))):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         elif role == "tool":
             results.append("".join(text_parts(content, ("text",))))
     tools = tuple(

@@ -14,17 +14,19 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._openai import error_body, with_azure
+from .._simulate import dimensions
 from .._spec import SimulatorDialect, Turn
 
 __all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The inputs of an embeddings request (``input``: a string or a list of strings)."""
+    """The inputs of an embeddings request (``input``: a string or a list of strings) and the
+    ``dimensions`` it asks for."""
     given = body.get("input")
     texts = [given] if isinstance(given, str) else given if isinstance(given, list) else []
     inputs = tuple(text if isinstance(text, str) else "" for text in texts)
-    return Turn(inputs[-1] if inputs else "", (), (), inputs)
+    return Turn(inputs[-1] if inputs else "", (), (), inputs, dimensions(body.get("dimensions")))
 
 
 DIALECT: Final = with_azure(SimulatorDialect(

@@ -19,14 +19,15 @@ __all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results of a Responses request."""
-    question, results = "", []
+    """The last user text, the tools offered and the tool results since that text of a
+    Responses request."""
+    question, results = "", list[str]()
     entries = body.get("input") or ()
     for entry in [{"role": "user", "content": entries}] if isinstance(entries, str) else entries:
         if entry.get("role") == "user" and (
             texts := text_parts(entry.get("content"), ("input_text",))
         ):
-            question = "".join(texts)
+            question, results = "".join(texts), []
         elif entry.get("type") == "function_call_output":
             results.append("".join(text_parts(entry.get("output"), ("input_text",))))
     tools = tuple(
@@ -49,4 +50,5 @@ DIALECT: Final = with_azure(SimulatorDialect(
     read_turn=read_turn,
     tool_call_id_prefix="call_sim_",
     content_type="text/event-stream; charset=utf-8",
+    ping=b'event: keepalive\ndata: {"type":"keepalive","sequence_number":0}\n\n',
 ))

@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, Protocol, final
 
 import anyio
+import anyio.abc
 import attrs
 import h11
 
@@ -175,10 +178,15 @@ class Response:
         await self.send(body)
         await self.end()
 
-    async def cut(self) -> None:
-        """Close the connection now, the response incomplete (a deliberate cut, no disconnect)."""
+    async def cut(self, *, reset: bool = False) -> None:
+        """Close the connection now, the response incomplete (a deliberate cut, no disconnect);
+        with ``reset``, with a TCP reset (``SO_LINGER`` of 0) rather than an orderly close."""
         self._complete = True
-        await self._connection.stream.aclose()
+        stream = self._connection.stream
+        raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None) if reset else None
+        if raw is not None:
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await stream.aclose()
 
     async def _write(self, event: h11.Event) -> None:
         try:

@@ -79,15 +79,18 @@ library"): it uses the library and the protocol records, the library never impor
 ``Simulator`` itself.
 """
 
+from . import faults
 from .routing import simulated_protocols
 from .script import Behaviour, RecordedRequest, Reply, demo_script
-from .serving import Simulator
+from .serving import DEFAULT_PORT, Simulator
 
 __all__ = [
+    "DEFAULT_PORT",
     "Behaviour",
     "RecordedRequest",
     "Reply",
     "Simulator",
     "demo_script",
+    "faults",
     "simulated_protocols",
 ]

@@ -21,26 +21,48 @@ from mmsp_core.model import (
     ToolCallDone,
     UsageMetadata,
 )
+from mmsp_core.request import CREDENTIAL_HEADERS
 
 from .. import httpserver
+from .faults import Fault
 from .routing import dialect_of
 
 #: The content type of an event stream (a recorded ``.sse`` body, a dialect's stream).
 EVENT_STREAM: Final = "text/event-stream"
 _DEFAULT_USAGE: Final = UsageMetadata(cached_tokens=0, prompt_tokens=12, response_tokens=8)
+#: The vector size of the demo's embeddings when the request asks for none, and the largest
+#: one it answers (a bound on what one request can make it build).
+_DEMO_DIMENSIONS: Final = 8
+_MAX_DIMENSIONS: Final = 65_536
+
+
+def _without_credentials(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``headers`` with the value of each credential header replaced (08 D16, D61)."""
+    return tuple(
+        (name, "[redacted]" if name.lower() in CREDENTIAL_HEADERS else value)
+        for name, value in headers
+    )
 
 
 @final
 @attrs.frozen
 class RecordedRequest:
-    """One request the simulator received, as the tests assert on it."""
+    """One request the simulator received, as the tests assert on it.
+
+    ``headers`` are as they arrived, so that a test can check where a client put its key
+    (``header("x-api-key")``) and the simulator can check signatures; ``safe_headers`` and the
+    ``repr`` (what an assertion failure prints) show every credential header as
+    ``[redacted]``.
+    """
 
     method: str
     #: The request target without its query string.
     path: str
     query: str
     #: Header names lower-cased, in arrival order.
-    headers: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...] = attrs.field(
+        repr=lambda headers: repr(_without_credentials(headers))
+    )
     body: bytes
     #: The body parsed as JSON, or ``None`` when it is empty or not JSON.
     json: Any
@@ -50,6 +72,13 @@ class RecordedRequest:
     def header(self, name: str) -> str | None:
         """Return the first value of header ``name`` (case-insensitive), or ``None``."""
         return httpserver.first_header(self.headers, name)
+
+    @property
+    def safe_headers(self) -> tuple[tuple[str, str], ...]:
+        """``headers`` with every credential's value (``authorization``, ``x-api-key``,
+        ``x-goog-api-key``, ``api-key``, ``x-amz-security-token``) replaced by
+        ``[redacted]``: what to print, log or compare with a snapshot."""
+        return _without_credentials(self.headers)
 
 
 def _items(items: Iterable[DoneItem]) -> tuple[DoneItem, ...]:
@@ -82,6 +111,9 @@ class Reply:
     stall_at: int | None = None
     stall_before_headers: bool = False
     keepalive: float | None = None
+    #: How the answer goes wrong on the wire (``mmsp_io.simulator.faults``); ``None``: it
+    #: does not.
+    fault: Fault | None = None
 
     @classmethod
     def recorded(cls, path: str | Path, **delivery: Any) -> Reply:
@@ -91,6 +123,51 @@ class Reply:
             "application/json" if path.suffix == ".json" else f"{EVENT_STREAM}; charset=utf-8"
         )
         return cls(body=path.read_bytes(), content_type=content_type, **delivery)
+
+    @classmethod
+    def text(cls, text: str, *, thinking: str | None = None, **options: Any) -> Reply:
+        """A text answer, after ``thinking`` when given; ``options`` are any other fields
+        (``usage``, ``finish_reason``, ``fault``, ...)."""
+        thought = [ThinkingDone(thinking=thinking)] if thinking is not None else []
+        return cls(items=[*thought, TextDone(text=text)], **options)
+
+    @classmethod
+    def tool_call(
+        cls,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        tool_call_id: str = "call_1",
+        thinking: str | None = None,
+        **options: Any,
+    ) -> Reply:
+        """A call of the tool ``name`` with ``arguments``, after ``thinking`` when given,
+        finish ``tool_call``; ``options`` are any other fields."""
+        thought = [ThinkingDone(thinking=thinking)] if thinking is not None else []
+        call = ToolCallDone(name=name, tool_call_id=tool_call_id, arguments=arguments)
+        return cls(items=[*thought, call], finish_reason=FinishReason.TOOL_CALL, **options)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        *,
+        body: bytes | None = None,
+        message: str | None = None,
+        retry_after: float | None = None,
+        **options: Any,
+    ) -> Reply:
+        """A non-2xx answer: ``body`` as given (JSON unless ``content_type`` says otherwise),
+        else the provider's own error body holding ``message``; a ``Retry-After`` header of
+        ``retry_after`` seconds when given.
+
+        Raises:
+            ValueError: ``status`` is not an error status (400-599).
+        """
+        if not 400 <= status <= 599:
+            raise ValueError(f"an error status is 400-599, got {status}")
+        return cls(status=status, body=body, message=message, retry_after=retry_after,
+                   **options)
 
 
 Behaviour: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
@@ -105,21 +182,23 @@ def _tool_arguments(schema: Mapping[str, Any], question: str) -> dict[str, Any]:
     return {}
 
 
-def _demo_vector(text: str) -> tuple[float, ...]:
-    """Eight values in [-1, 1) drawn from ``text``'s SHA-256: the same text, the same vector
-    (each exact in float32, so every embedding wire carries it unchanged)."""
-    return tuple((byte - 128) / 128 for byte in hashlib.sha256(text.encode()).digest()[:8])
+def _demo_vector(text: str, size: int) -> tuple[float, ...]:
+    """``size`` values in [-1, 1) drawn from ``text``'s SHAKE-256: the same text, the same
+    vector (each exact in float32, so every embedding wire carries it unchanged)."""
+    return tuple((byte - 128) / 128 for byte in hashlib.shake_256(text.encode()).digest(size))
 
 
 def demo_script(request: RecordedRequest) -> Reply:
     """Answer like a small tool-using model (see the package docstring).
 
-    Tools offered and no tool result yet: thinking, then a call to the first tool whose first
-    string parameter holds the question's last word (``"... in Paris?"`` → ``"Paris"``),
-    finish ``tool_call``. A tool result in the request: a text answer quoting the last result.
+    Tools offered and no tool result since the last user text: thinking, then a call to the
+    first tool whose first string parameter holds the question's last word (``"... in
+    Paris?"`` → ``"Paris"``), finish ``tool_call``. A tool result since the last user text: a
+    text answer quoting the last result (an earlier question's results are not quoted again).
     No tools: thinking and a text answer repeating the question. An embedding request (its
-    turn has ``inputs``): one eight-value vector per input, the same for the same text. The
-    request is read by its protocol's dialect (``read_turn``).
+    turn has ``inputs``): one vector per input, the same for the same text, of the size the
+    request asks for (``dimensions``, ``outputDimensionality``), else of eight values; a 400
+    for more than 65,536. The request is read by its protocol's dialect (``read_turn``).
 
     Raises:
         ValueError: the request is not one to a model endpoint the simulator serves.
@@ -129,7 +208,11 @@ def demo_script(request: RecordedRequest) -> Reply:
     dialect = dialect_of(request.protocol)
     turn = dialect.read_turn(request.json)
     if turn.inputs:
-        vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text)) for text in turn.inputs]
+        size = turn.dimensions or _DEMO_DIMENSIONS
+        if size > _MAX_DIMENSIONS:
+            return Reply.error(400, message=f"The simulator answers at most {_MAX_DIMENSIONS} "
+                               f"dimensions, not {size}.")
+        vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text, size)) for text in turn.inputs]
         return Reply(items=vectors, usage=UsageMetadata(prompt_tokens=len(request.body) // 4))
     if turn.tool_results:
         items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]

@@ -18,6 +18,7 @@ import attrs
 import adapters
 
 from .. import httpserver
+from . import faults
 from .bedrock import signed
 from .routing import (
     NEUTRAL_BAD_KEY_MESSAGE,
@@ -33,6 +34,8 @@ from .vertex import TOKEN_PATH, VertexIssuer
 
 #: A request body longer than this is answered 413 (the simulator's buffers are bounded).
 _MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
+#: The port of ``python -m mmsp_io simulate`` (08 D78); ``Simulator.running`` takes a free one.
+DEFAULT_PORT: Final = 25753
 
 
 @final
@@ -44,6 +47,8 @@ class _Response:
     headers: list[tuple[str, str]]
     chunks: list[bytes]
     event_stream: bool
+    #: What a reply's fault makes of the body, played instead of ``chunks``.
+    steps: list[faults.Step] | None = None
 
 
 def _sse_events(body: bytes) -> list[bytes]:
@@ -100,15 +105,23 @@ class Simulator:
         chunk_size: int | None = None,
         delay: float | None = None,
         models: Sequence[str] = ("sim-model",),
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> AsyncIterator[Simulator]:
-        """Serve on a free loopback port for the duration of the ``async with`` block.
+        """Serve on ``host:port`` (by default a free loopback port) for the duration of the
+        ``async with`` block.
 
-        ``chunk_size`` and ``delay`` are the defaults of every reply (see ``Reply``).
-        Leaving the block closes the listener and every open connection.
+        ``default`` answers every request the script has no behaviour for; ``api_key`` is the
+        key every request must carry; ``chunk_size`` and ``delay`` are the defaults of every
+        reply (see ``Reply``); ``models`` is what the model lists list. Leaving the block
+        closes the listener and every open connection.
+
+        Raises:
+            OSError: the port cannot be bound.
         """
         sim = cls(default, api_key=api_key, chunk_size=chunk_size, delay=delay, models=models)
         limits = httpserver.Limits(max_body_bytes=_MAX_REQUEST_BYTES)
-        async with httpserver.serve(sim._handle, limits=limits) as server:
+        async with httpserver.serve(sim._handle, host=host, port=port, limits=limits) as server:
             sim.url = server.url
             yield sim
 
@@ -184,7 +197,11 @@ class Simulator:
         reply = behaviour if isinstance(behaviour, Reply) else behaviour(request)
         if reply.status != 200:
             return self._error(dialect, reply), reply
-        return self._stream(protocol, dialect, request, reply), reply
+        try:
+            return self._stream(protocol, dialect, request, reply), reply
+        except ValueError as exc:  # a fault that makes no sense for this protocol's framing
+            failed = Reply(status=500, message=f"The reply's fault cannot apply: {exc}")
+            return self._error(dialect, failed), failed
 
     def _authorised(self, request: RecordedRequest, key_headers: tuple[str, ...]) -> bool:
         expected = self.api_key.encode()
@@ -201,7 +218,8 @@ class Simulator:
         return False
 
     def _error(self, dialect: adapters.SimulatorDialect | None, reply: Reply) -> _Response:
-        """The JSON error response of ``reply.status``: the dialect's, or the neutral one."""
+        """The error response of ``reply.status``: ``reply.body`` as given, else the JSON
+        body of the dialect, or the neutral one."""
         message = reply.message or f"Simulated error {reply.status}."
         if dialect is None:
             document = neutral_error_body(reply.status, message)
@@ -210,13 +228,14 @@ class Simulator:
             document = dialect.error_body(reply.status, message)
             request_id_header = dialect.request_id_header
         headers = [
-            ("content-type", "application/json"),
+            ("content-type", reply.content_type or "application/json"),
             (request_id_header, f"req_sim_{len(self.requests)}"),
             *reply.headers,
         ]
         if reply.retry_after is not None:
             headers.append(("retry-after", f"{reply.retry_after:g}"))
-        return _Response(reply.status, headers, [json.dumps(document).encode()], False)
+        body = reply.body if reply.body is not None else json.dumps(document).encode()
+        return _Response(reply.status, headers, [body], False)
 
     def _models(self, path: str) -> _Response:
         # One body every listing form at ``path`` reads: the ids in ``data[].id``, the paging
@@ -278,7 +297,14 @@ class Simulator:
             (dialect.request_id_header, f"req_sim_{len(self.requests)}"),
             *reply.headers,
         ]
-        return _Response(200, headers, chunks, event_stream)
+        if reply.fault is None:
+            return _Response(200, headers, chunks, event_stream)
+        answer = faults.Answer(
+            tuple(events(body) if event_stream else [body]),
+            sse=event_stream and framing is None, one_body=not event_stream, dialect=dialect,
+            protocol=protocol,
+        )
+        return _Response(200, headers, [], event_stream, reply.fault.steps(answer))
 
     async def _deliver(self, out: httpserver.Response, response: _Response, reply: Reply) -> bool:
         """Write ``response`` shaped by ``reply``'s delivery options (package docstring); say
@@ -289,11 +315,13 @@ class Simulator:
         """
         if reply.stall_before_headers:
             await anyio.sleep_forever()
+        delay = reply.delay if reply.delay is not None else self.delay
+        if response.steps is not None:
+            return await self._play(out, response, delay)
         headers = list(response.headers)
         if not response.event_stream:
             headers.append(("content-length", str(sum(map(len, response.chunks)))))
         await out.start(response.status, headers)
-        delay = reply.delay if reply.delay is not None else self.delay
         sent = 0
         for chunk in self._budget(response.chunks, reply):
             if delay:
@@ -311,6 +339,30 @@ class Simulator:
                     await anyio.sleep(reply.keepalive)
                     await out.send(b": keep-alive\n\n")
         return True  # the server core ends the response
+
+    @staticmethod
+    async def _play(out: httpserver.Response, response: _Response, delay: float | None) -> bool:
+        """Play a fault's steps (``faults``) after the head; say whether the body was sent
+        whole (a hang-up or a hold never is)."""
+        assert response.steps is not None
+        headers = list(response.headers)
+        length = None if response.event_stream else faults.declared_length(response.steps)
+        if length is not None:
+            headers.append(("content-length", str(length)))
+        await out.start(response.status, headers)
+        for step in response.steps:
+            if isinstance(step, bytes):
+                if delay:
+                    await anyio.sleep(delay)
+                await out.send(step)
+            elif isinstance(step, faults.Pause):
+                await anyio.sleep(step.seconds)
+            elif isinstance(step, faults.Hangup):
+                await out.cut(reset=step.reset)
+                return False
+            else:
+                await anyio.sleep_forever()
+        return True
 
     @staticmethod
     def _budget(chunks: list[bytes], reply: Reply) -> Iterator[bytes]:
