@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
+import attrs
+
 from ._wire_read import _fail, _float, _list_of, _obj, _opt_int, _shown, _str, _typed
 from .model import (
     EmbeddingConfig,
@@ -194,6 +196,10 @@ def config_from_wire(d: Any) -> UniConfig:
     ``top_p`` a number in (0, 1], ``stop_sequences`` 1 to ``MAX_STOP_SEQUENCES`` non-empty
     strings, ``seed`` a signed 64-bit integer and ``response_format`` one of its two shapes.
 
+    A known key's value may also be the library's own value (``ToolSchema``, ``ImageConfig``,
+    ``ResponseFormat``, a tuple of them, ...): it is read from its JSON form (``_as_json``),
+    with the same checks (issue 24).
+
     Raises:
         WireFormatError: a known key with a value of the wrong type, with the key's path.
     """
@@ -205,5 +211,18 @@ def config_from_wire(d: Any) -> UniConfig:
         if reader is None:
             extra[key] = value
         elif value is not None:
-            known[key] = reader(value, f"config.{key}")
+            known[key] = reader(_as_json(value), f"config.{key}")
     return UniConfig(**known, extra=extra)
+
+
+def _as_json(value: Any) -> Any:
+    """A config value given as the library's own value, as the JSON it stands for: an attrs
+    value as the object of its set fields, a tuple as a list, and each attrs value of a list
+    or tuple so too. Anything else is returned as it is, never walked, so no nesting of plain
+    JSON costs more than one look (08 D59)."""
+    if attrs.has(type(value)):
+        fields = ((f.name, getattr(value, f.name)) for f in attrs.fields(type(value)))
+        return {name: field for name, field in fields if field is not None}
+    if isinstance(value, list | tuple):
+        return [_as_json(item) if attrs.has(type(item)) else item for item in value]
+    return value
