@@ -23,6 +23,9 @@ Commands:
   or SIGTERM, then shuts down gracefully within ``--grace`` seconds.
 - ``traces --dir DIR [--host HOST] [--port PORT]``: serves the trace page of ``mmsp_io.traces``
   (default ``127.0.0.1:25750``, 08 D70): the traces of ``DIR``, one conversation at a time.
+- ``simulate [--host HOST] [--port PORT]``: serves the provider simulator of
+  ``mmsp_io.simulator`` (default ``127.0.0.1:25753``, 08 D78) with its canned agent turn: it
+  prints each protocol's base URL and ``key: <key>``, and serves until SIGINT or SIGTERM.
 
 Every command prints the public stream the same way: fragments as they arrive, each ``.done``
 item and the ``stop`` on a line of their own, with usage and finish reason; text that cannot be
@@ -37,8 +40,8 @@ unreadable file, 130 on Ctrl-C.
 An application beside the client library (docs/architecture.md, "Applications beside the
 library"): ``import mmsp_io`` does not load it. ``main`` and the argument parser are here, the
 stream printing every command shares in ``printer``, and the commands ``demo``, ``chat`` and
-``replay`` in the ``run`` of the modules of those names; ``serve`` and ``traces`` run
-``mmsp_io.server`` and ``mmsp_io.traces``.
+``replay`` in the ``run`` of the modules of those names, as is ``simulate``; ``serve`` and
+``traces`` run ``mmsp_io.server`` and ``mmsp_io.traces``.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ import adapters
 from adapters.clients import client_spec
 from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
 
-from .. import server, traces
-from . import chat, demo, replay
+from .. import server, simulator, traces
+from . import chat, demo, replay, simulate
 from .printer import StreamPrinter
 
 __all__ = ["StreamPrinter", "main"]
@@ -139,7 +142,8 @@ def _client_commands(commands: Any, common: argparse.ArgumentParser,
 
 
 def _server_commands(commands: Any, backend: argparse.ArgumentParser) -> None:
-    """The commands that serve: ``serve`` (the MMSP server) and ``traces`` (the trace page)."""
+    """The commands that serve: ``serve`` (the MMSP server), ``traces`` (the trace page) and
+    ``simulate`` (the provider simulator)."""
     gateway = commands.add_parser(
         "serve", parents=[backend], help="the MMSP server: one gateway to the configured models"
     )
@@ -164,6 +168,14 @@ def _server_commands(commands: Any, backend: argparse.ArgumentParser) -> None:
     trace_page.add_argument("--port", type=int, default=traces.DEFAULT_PORT,
                             help="port to listen on (0: a free one)")
 
+    providers = commands.add_parser(
+        "simulate", parents=[backend],
+        help="the provider simulator: every protocol's endpoints, a fake key, no network",
+    )
+    providers.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    providers.add_argument("--port", type=int, default=simulator.DEFAULT_PORT,
+                           help="port to listen on (0: a free one)")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (module docstring)."""
@@ -180,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "traces":
             page = partial(traces.run, args.dir, args.host, args.port, out)
             return anyio.run(page, backend=args.backend)
+        if args.command == "simulate":
+            providers = partial(simulate.run, args.host, args.port, printer.line)
+            return anyio.run(providers, backend=args.backend)
         run = (
             partial(demo.run, args.delay, printer) if args.command == "demo"
             else partial(chat.run, args, printer)
