@@ -37,6 +37,7 @@ APPLICATIONS = (
     "mmsp_io.cli",
     "mmsp_io.httpserver",
     "mmsp_io.__main__",
+    "mmsp_io.pytest_plugin",
 )
 
 
