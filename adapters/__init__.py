@@ -16,6 +16,7 @@ from ._pricing import catalog_pricing, price
 from ._registry import PROTOCOLS, Registration, protocol_traits, register
 from ._requests import build_request, check_config, coerce_config, coerce_messages
 from ._resolve import resolve
+from ._schema_answer import answer_for
 from ._spec import ClientSpec, ModelClass, SimulatorDialect, Traits, WireProtocol
 from ._streams import decode, new_pipeline, render
 from .clients import (
@@ -48,6 +49,7 @@ __all__ = [
     "SupportedModel",
     "Traits",
     "WireProtocol",
+    "answer_for",
     "auth_headers",
     "build_request",
     "catalog_pricing",

@@ -325,6 +325,9 @@ class Turn:
     #: The vector size an embedding request asks for (``dimensions``,
     #: ``outputDimensionality``); ``None``: none, or not a positive integer.
     dimensions: int | None = None
+    #: The JSON Schema the answer must follow when the request asks for structured output
+    #: (08 D74; ``{}``: any JSON object); ``None``: a free text answer.
+    answer_schema: Mapping[str, Any] | None = None
 
 
 @final

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._aws import ENDPOINT_VARIABLES, SIGNING_SERVICE
+from .._schema_answer import answer_schema, member
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 from .bedrock import CONTENT_TYPE, exception_message
@@ -44,8 +45,8 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results since that text of a
-    Messages request."""
+    """The last user text, the tools offered, the tool results since that text and the
+    schema of the answer (``output_config.format``) of a Messages request."""
     question, results = "", list[str]()
     for message in body.get("messages") or ():
         content = message.get("content")
@@ -61,7 +62,9 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for tool in body.get("tools") or ()
         if "name" in tool
     )
-    return Turn(question, tools, tuple(results))
+    answer_format = member(body, "output_config", "format")
+    schema = answer_schema(answer_format.get("type") == "json_schema", answer_format.get("schema"))
+    return Turn(question, tools, tuple(results), answer_schema=schema)
 
 
 DIALECT: Final = SimulatorDialect(

@@ -18,6 +18,7 @@ import attrs
 
 from .._google import shapes
 from .._google.vertex import BAD_TOKEN_MESSAGE, route_pattern
+from .._schema_answer import answer_schema, member
 from .._spec import SimulatorDialect, Turn
 
 __all__ = ["DIALECT", "VERTEX", "read_turn"]
@@ -36,8 +37,8 @@ def _texts(parts: Any) -> list[str]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results since that text of a
-    generateContent request."""
+    """The last user text, the tools offered, the tool results since that text and the
+    schema of the answer (a JSON ``responseMimeType``) of a generateContent request."""
     question, results = "", list[str]()
     for content in body.get("contents") or ():
         if not isinstance(content, Mapping) or content.get("role") != "user":
@@ -56,7 +57,12 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for declaration in tool.get("functionDeclarations") or ()
         if "name" in declaration
     )
-    return Turn(question, tools, tuple(results))
+    generation = member(body, "generationConfig")
+    schema = answer_schema(
+        generation.get("responseMimeType") == "application/json",
+        generation.get("responseJsonSchema") or generation.get("responseSchema"),
+    )
+    return Turn(question, tools, tuple(results), answer_schema=schema)
 
 
 _GEMINI_API: Final = SimulatorDialect(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._google.shapes import error_body, model_list_body
+from .._schema_answer import answer_schema
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
@@ -19,8 +20,8 @@ __all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results since that text of an
-    Interactions request.
+    """The last user text, the tools offered, the tool results since that text and the
+    schema of the answer (``response_format``) of an Interactions request.
 
     ``input`` is a list of steps (or a plain string): the text blocks of the last
     ``user_input`` step are the question, each ``function_result`` step's text a tool result.
@@ -43,7 +44,17 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for tool in body.get("tools") or ()
         if tool.get("type") == "function" and "name" in tool
     )
-    return Turn(question, tools, tuple(results))
+    return Turn(question, tools, tuple(results), answer_schema=_answer_schema(body))
+
+
+def _answer_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of the answer: the text entry of ``response_format`` (alone, or in a list
+    beside an image entry) with ``mime_type: application/json``."""
+    entries = body.get("response_format")
+    for entry in entries if isinstance(entries, list) else [entries]:
+        if isinstance(entry, Mapping) and entry.get("type") == "text":
+            return answer_schema(entry.get("mime_type") == "application/json", entry.get("schema"))
+    return None
 
 
 DIALECT: Final = SimulatorDialect(

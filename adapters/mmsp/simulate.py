@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from mmsp_core.errors import ProviderStreamError
 
+from .._schema_answer import answer_schema, member
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 from .render import error_event
@@ -35,8 +36,9 @@ def error_body(status: int, message: str) -> dict[str, Any]:
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools of the config and the tool results since that text of a
-    ``/v1/stream`` request (its messages and config in MMSP JSON, 07 §4)."""
+    """The last user text, the tools of the config, the tool results since that text and the
+    schema of the answer (the config's ``response_format``) of a ``/v1/stream`` request (its
+    messages and config in MMSP JSON, 07 §4)."""
     question, results = "", list[str]()
     for message in body.get("messages") or ():
         items = message.get("content_items")
@@ -49,7 +51,11 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for tool in config.get("tools") or ()
         if "name" in tool
     )
-    return Turn(question, tools, tuple(results))
+    answer_format = member(config, "response_format")
+    schema = answer_schema(
+        answer_format.get("type") in ("json_schema", "json_object"), answer_format.get("schema")
+    )
+    return Turn(question, tools, tuple(results), answer_schema=schema)
 
 
 #: What the server sends when the upstream provider reports an overload mid-stream (08 D4).

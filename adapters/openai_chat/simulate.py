@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from .._json import loads_object
 from .._openai import error_body, with_azure
+from .._schema_answer import answer_schema, member
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
@@ -35,8 +36,8 @@ _PROMPT_FILTER_CHUNK: Final = json.dumps({
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results since that text of a Chat
-    request."""
+    """The last user text, the tools offered, the tool results since that text and the
+    schema of the answer (``response_format``) of a Chat request."""
     question, results = "", list[str]()
     for message in body.get("messages") or ():
         role, content = message.get("role"), message.get("content")
@@ -49,7 +50,12 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for tool in body.get("tools") or ()
         if "name" in tool.get("function", {})
     )
-    return Turn(question, tools, tuple(results))
+    answer_format = member(body, "response_format")
+    schema = answer_schema(
+        answer_format.get("type") in ("json_schema", "json_object"),
+        member(answer_format, "json_schema").get("schema"),
+    )
+    return Turn(question, tools, tuple(results), answer_schema=schema)
 
 
 def azure_annotations(body: bytes) -> bytes:

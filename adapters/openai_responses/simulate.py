@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._openai import error_body, with_azure
+from .._schema_answer import answer_schema, member
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 
@@ -19,8 +20,8 @@ __all__ = ["DIALECT", "read_turn"]
 
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
-    """The last user text, the tools offered and the tool results since that text of a
-    Responses request."""
+    """The last user text, the tools offered, the tool results since that text and the
+    schema of the answer (``text.format``) of a Responses request."""
     question, results = "", list[str]()
     entries = body.get("input") or ()
     for entry in [{"role": "user", "content": entries}] if isinstance(entries, str) else entries:
@@ -35,7 +36,11 @@ def read_turn(body: Mapping[str, Any]) -> Turn:
         for tool in body.get("tools") or ()
         if tool.get("type") == "function" and "name" in tool
     )
-    return Turn(question, tools, tuple(results))
+    answer_format = member(body, "text", "format")
+    schema = answer_schema(
+        answer_format.get("type") in ("json_schema", "json_object"), answer_format.get("schema")
+    )
+    return Turn(question, tools, tuple(results), answer_schema=schema)
 
 
 DIALECT: Final = with_azure(SimulatorDialect(

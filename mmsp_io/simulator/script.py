@@ -12,6 +12,7 @@ from typing import Any, Final, TypeAlias, final
 
 import attrs
 
+import adapters
 from mmsp_core.model import (
     DoneItem,
     EmbeddingDone,
@@ -188,6 +189,12 @@ def _demo_vector(text: str, size: int) -> tuple[float, ...]:
     return tuple((byte - 128) / 128 for byte in hashlib.shake_256(text.encode()).digest(size))
 
 
+def _answer(schema: Mapping[str, Any] | None, text: str) -> str:
+    """The answer's text: ``text``, or JSON valid for ``schema`` when the request asks the
+    answer to follow one (its turn's ``answer_schema``, 08 D74; ``{}``: any JSON object)."""
+    return text if schema is None else adapters.answer_for(schema)
+
+
 def demo_script(request: RecordedRequest) -> Reply:
     """Answer like a small tool-using model (see the package docstring).
 
@@ -195,10 +202,12 @@ def demo_script(request: RecordedRequest) -> Reply:
     first tool whose first string parameter holds the question's last word (``"... in
     Paris?"`` → ``"Paris"``), finish ``tool_call``. A tool result since the last user text: a
     text answer quoting the last result (an earlier question's results are not quoted again).
-    No tools: thinking and a text answer repeating the question. An embedding request (its
-    turn has ``inputs``): one vector per input, the same for the same text, of the size the
-    request asks for (``dimensions``, ``outputDimensionality``), else of eight values; a 400
-    for more than 65,536. The request is read by its protocol's dialect (``read_turn``).
+    No tools: thinking and a text answer repeating the question. A request for structured
+    output (08 D74) gets JSON valid for its schema as that text answer instead
+    (``adapters.answer_for``). An embedding request (its turn has ``inputs``): one vector per
+    input, the same for the same text, of the size the request asks for (``dimensions``,
+    ``outputDimensionality``), else of eight values; a 400 for more than 65,536. The request
+    is read by its protocol's dialect (``read_turn``).
 
     Raises:
         ValueError: the request is not one to a model endpoint the simulator serves.
@@ -215,7 +224,8 @@ def demo_script(request: RecordedRequest) -> Reply:
         vectors: list[DoneItem] = [EmbeddingDone(_demo_vector(text, size)) for text in turn.inputs]
         return Reply(items=vectors, usage=UsageMetadata(prompt_tokens=len(request.body) // 4))
     if turn.tool_results:
-        items: list[DoneItem] = [TextDone(text=f"Here is what I found: {turn.tool_results[-1]}")]
+        found = f"Here is what I found: {turn.tool_results[-1]}"
+        items: list[DoneItem] = [TextDone(text=_answer(turn.answer_schema, found))]
         finish = FinishReason.STOP
     elif turn.tools:
         name, schema = turn.tools[0]
@@ -230,7 +240,7 @@ def demo_script(request: RecordedRequest) -> Reply:
     else:
         items = [
             ThinkingDone(thinking="No tools here; I will answer directly."),
-            TextDone(text=f"You asked: {turn.question}"),
+            TextDone(text=_answer(turn.answer_schema, f"You asked: {turn.question}")),
         ]
         finish = FinishReason.STOP
     # Rough counts, like a tokenizer would give: four bytes of request per prompt token.
