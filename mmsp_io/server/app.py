@@ -113,11 +113,15 @@ async def _abort_after(gateway: Gateway, grace: float) -> None:
 
 
 def banner(gateway: Gateway, url: str) -> list[str]:
-    """The start announcement of 07 §2: the address, the models, an open server said so."""
+    """The start announcement of 07 §2: the address, the models, an open server said so, and
+    where the keys' limits are counted when a key has one (08 D76)."""
     lines = [f"Starting MMSP server at {url}/v1",
              f"Serving models: {', '.join(gateway.models)}"]
     if gateway.config.open:
         lines.append("Open server: api_keys is empty, every request is accepted")
+    if any(key.limited for key in gateway.config.keys):
+        lines.append("Key limits: shared through Redis" if gateway.limits.shared else
+                     "Key limits: counted by this process alone (no store configured)")
     return lines
 
 

@@ -10,12 +10,14 @@ core's ``Response`` is and the ASGI front end imitates. The front end also cance
 when the caller leaves. Nothing here knows which front end runs it.
 
 1. ``Gateway.decide(request)`` is plain code: the ``Host`` rule of an open server (below),
-   authentication for every ``/v1/`` path (07 §3: a key as a bearer token or as Anthropic's
-   ``x-api-key``, 08 D73, ``hmac.compare_digest`` against every key), the routes, and the
-   refusals of 07 §4 in table order. It returns either a whole ``Answer`` (a refusal, the
-   model list, the metrics), a ``StreamCall`` (the row and the request's messages and config,
-   forwarded as sent) or a ``FrontCall``: a request at a front door (``doors``, 08 D73), read
-   by the door of the protocol whose route it is, its refusals in that protocol's error body.
+   authentication for every ``/v1/`` path (07 §3: a key of ``api_keys`` or ``keys`` as a
+   bearer token or as Anthropic's ``x-api-key``, 08 D73, looked up by its SHA-256 digest,
+   ``limits.Limiter.identify``), the routes, and the refusals of 07 §4 in table order (a key
+   naming a model outside its ``models`` is refused as an unknown model, 08 D75). It returns
+   either a whole ``Answer`` (a refusal, the model list, the metrics), a ``StreamCall`` (the
+   row and the request's messages and config, forwarded as sent) or a ``FrontCall``: a request
+   at a front door (``doors``, 08 D73), read by the door of the protocol whose route it is, its
+   refusals in that protocol's error body.
 2. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
    by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
    waits for the buffer to empty and is then held alone). The *producer* first refuses the
@@ -49,6 +51,9 @@ anything upstream.
 What a caller may make the gateway do is bounded by the operator's configuration
 (``config``):
 
+- limits (``limits``, 08 D75, D76): a call of a key over its ``rpm``, ``tpm`` or ``budget`` is
+  answered 429 with ``Retry-After`` before any upstream call (``handle``); the tokens and cost
+  of its stop's usage are counted when the call ends, however it ends (``_flight``).
 - ``Host``: an open server (no ``api_keys``) listening on a loopback address answers only
   requests whose ``Host`` header names a loopback host (the trace page's rule), else 403
   ``PermissionDeniedError`` (counted as ``refused.unauthorized``): a web page the operator
@@ -70,12 +75,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hmac
 import json
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Final, Protocol, final
 
@@ -103,7 +107,7 @@ from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request, is_loopback_host, names_loopback_host
 from .answers import JSON, SSE_HEADERS, Answer, json_answer, refusal, wire_error
-from .config import ConfigError, ModelRow, ServerConfig, resolve_config
+from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
 from .doors import (
     DoorStream,
     as_mmsp_error,
@@ -113,6 +117,7 @@ from .doors import (
     ignored_fields_header,
     model_list,
 )
+from .limits import limiter_for
 from .metrics import Metrics, Tally
 
 __all__ = ["MAX_BODY_BYTES", "Answer", "FrontCall", "Gateway", "Output", "StreamCall", "refusal",
@@ -164,6 +169,8 @@ class StreamCall:
     row: ModelRow
     messages: list[Any]
     config: Mapping[str, Any] | None
+    #: The caller's key (``None``: an open server's caller).
+    key: KeyRow | None = None
 
 
 @final
@@ -175,6 +182,8 @@ class FrontCall:
     door: FrontDoor
     row: ModelRow
     request: FrontRequest
+    #: The caller's key (``None``: an open server's caller).
+    key: KeyRow | None = None
 
 
 def _frame(document: Mapping[str, Any]) -> bytes:
@@ -350,7 +359,9 @@ class Gateway:
 
     Raises:
         ConfigError: the document is invalid, or a row's client cannot be built (unknown
-            client type, unroutable model id, key rules); the message names the row (07 §2).
+            client type, unroutable model id, key rules); the message names the row (07 §2);
+            or the limits cannot be kept (a key with a budget may use a row without a price,
+            a store without the Redis client: ``limits.limiter_for``).
     """
 
     def __init__(
@@ -366,13 +377,14 @@ class Gateway:
         self.config = config if isinstance(config, ServerConfig) else resolve_config(config)
         self.keepalive = keepalive
         self.idle_timeout = idle_timeout
-        self._tokens = tuple(key.encode() for key in self.config.api_keys)
         self._http: list[httpx.AsyncClient] = []
         self._clients: dict[str, AutoLLMClient] = {}
         self._rows = {row.server_model_id: row for row in self.config.models}
         for index, row in enumerate(self.config.models):
             self._clients[row.server_model_id] = self._client(
                 index, row, trace_dir=trace_dir, timeouts=timeouts, max_retries=max_retries)
+        self.limits = limiter_for(self.config, {
+            row: self._clients[row.server_model_id].base_url for row in self.config.models})
         self.metrics = Metrics([row.server_model_id for row in self.config.models],
                                wall=time.time, monotonic=time.monotonic,
                                show_errors=self.config.show_errors)
@@ -414,24 +426,29 @@ class Gateway:
         return tuple(self._clients)
 
     async def aclose(self) -> None:
-        """Close the rows' HTTP clients."""
+        """Close the rows' HTTP clients and the limits' store."""
         for http in self._http:
             await http.aclose()
+        await self.limits.aclose()
 
     # -- step 1: decide ----------------------------------------------------------------------
 
     def authorised(self, request: Request) -> bool:
         """Whether ``request`` may go on (07 §3): an open server, a path outside ``/v1/``, or
-        one of the keys as ``Authorization: Bearer <key>`` or as Anthropic's ``x-api-key:
-        <key>`` (08 D73), each compared in constant time with every key."""
-        if not self._tokens or not request.path.startswith("/v1/"):
+        a key (``key_of``)."""
+        if self.config.open or not request.path.startswith("/v1/"):
             return True
+        return self.key_of(request) is not None
+
+    def key_of(self, request: Request) -> KeyRow | None:
+        """The key of ``api_keys`` or ``keys`` that ``request`` carries as ``Authorization:
+        Bearer <key>`` or as Anthropic's ``x-api-key: <key>`` (08 D73), looked up by its
+        SHA-256 digest (``Limiter.identify``), else ``None``."""
         scheme, _, bearer = (request.header("authorization") or "").partition(" ")
         presented = [bearer] if scheme.lower() == "bearer" else []
         presented.extend(value for value in [request.header("x-api-key")] if value is not None)
-        matches = [hmac.compare_digest(token.strip().encode("latin-1"), key)
-                   for token in presented for key in self._tokens]
-        return any(matches)
+        keys = (self.limits.identify(token.strip()) for token in presented)
+        return next((key for key in keys if key is not None), None)
 
     def host_allowed(self, request: Request, local_host: str | None) -> bool:
         """Whether ``request`` passes the ``Host`` rule of an open server (module docstring):
@@ -498,9 +515,10 @@ class Gateway:
         except MMSPError as exc:
             param = exc.parameter if isinstance(exc, UnsupportedParameterError) else None
             return self._invalid(door, str(exc), param)
-        if read.model not in self._clients:
+        key = self.key_of(request)
+        if read.model not in self._clients or (key is not None and not key.allows(read.model)):
             return self._unknown_model(door, read.model)
-        return FrontCall(door, self._rows[read.model], read)
+        return FrontCall(door, self._rows[read.model], read, key)
 
     def _stream_call(self, request: Request) -> Answer | StreamCall:
         """The refusals of 07 §4's table, in order, else the call to stream."""
@@ -520,9 +538,10 @@ class Gateway:
         config = body.get("config")
         if config is not None and not isinstance(config, dict):
             return invalid("config must be an object.")
-        if model not in self._clients:
+        key = self.key_of(request)
+        if model not in self._clients or (key is not None and not key.allows(model)):
             return self._unknown_model(None, model)
-        return StreamCall(self._rows[model], messages, config)
+        return StreamCall(self._rows[model], messages, config, key)
 
     # -- step 2: answer ----------------------------------------------------------------------
 
@@ -537,25 +556,34 @@ class Gateway:
                 a whole answer or the stream's head was being sent.
         """
         decision = self.decide(request, local_host=local_host)
+        if not isinstance(decision, Answer):
+            refused = await self.limits.admit(decision.key)  # 08 D75, before any upstream call
+            if refused is not None:
+                door = decision.door if isinstance(decision, FrontCall) else None
+                answer = _refusal(door, refused.status, refused.error_type, refused.message)
+                decision = attrs.evolve(answer, headers=answer.headers + refused.headers)
         if isinstance(decision, Answer):
             await out.respond(decision.status, decision.headers, decision.body)
         elif isinstance(decision, StreamCall):
             await self._stream(decision.row, decision.messages, decision.config, out,
-                               _MMSPStream(decision.row.api_key))
+                               _MMSPStream(decision.row.api_key), decision.key)
         elif decision.request.stream:
             row, read = decision.row, decision.request
             client_type = self._clients[row.server_model_id].client_type
             encoding = DoorStream(decision.door, row.server_model_id, read.ignored,
                                   client=client_type, secret=row.api_key)
-            await self._stream(row, read.messages, read.config, out, encoding)
+            await self._stream(row, read.messages, read.config, out, encoding, decision.key)
         else:
             await self._whole(decision, out)
 
-    @contextlib.contextmanager
-    def _flight(self, row: ModelRow, out: Output) -> Iterator[_Flight]:
+    @contextlib.asynccontextmanager
+    async def _flight(
+        self, row: ModelRow, out: Output, key: KeyRow | None
+    ) -> AsyncIterator[_Flight]:
         """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
         ``"client disconnected"`` first when the caller left before it had the whole answer,
-        and its tally ends with the outcome."""
+        its tally ends with the outcome, and the usage of its stop, if one was sent, counts
+        against ``key``'s limits (08 D75; shielded, within the store's timeout)."""
         flight = _Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
         self._signals.add(flight.signal)
         try:
@@ -569,6 +597,8 @@ class Gateway:
             flight.signal.abort("request ended")
             self._signals.discard(flight.signal)
             flight.tally.end(client_gone=gone)
+            with anyio.CancelScope(shield=True):
+                await self.limits.settle(key, row, flight.tally.usage)
 
     def _call(
         self,
@@ -603,11 +633,12 @@ class Gateway:
         config: UniConfig | Mapping[str, Any] | None,
         out: Output,
         encoding: _Encoding,
+        key: KeyRow | None,
     ) -> None:
-        """Steps 2-4 of the module docstring for one accepted call. A deferred head (a front
-        door's, 08 D73) is sent when the upstream answered: with the first frame, or as the
-        whole ``encoding.refusal`` when the call failed first."""
-        with self._flight(row, out) as flight:
+        """Steps 2-4 of the module docstring for one accepted call of ``key``. A deferred head
+        (a front door's, 08 D73) is sent when the upstream answered: with the first frame, or
+        as the whole ``encoding.refusal`` when the call failed first."""
+        async with self._flight(row, out, key) as flight:
             if not encoding.deferred:
                 await out.start(200, encoding.headers)
             frames = _Frames(_BUFFERED_BYTES)
@@ -658,7 +689,7 @@ class Gateway:
         from the call's done items and stop only, or its error as an HTTP status and the
         protocol's error body (``doors.door_error``). A caller that takes nothing of it for
         ``idle_timeout`` seconds is cut off."""
-        with self._flight(call.row, out) as flight:
+        async with self._flight(call.row, out, call.key) as flight:
             answer = await self._collect(call, flight)
             with anyio.move_on_after(self.idle_timeout) as timer:
                 await out.respond(answer.status, answer.headers, answer.body)

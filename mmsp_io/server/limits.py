@@ -290,7 +290,9 @@ def limiter_for(
 
 def _over_message(key: KeyRow, kind: str, limit: float, retry_after: int) -> str:
     """The message of a 429: which limit of which key, and when to retry."""
-    what = {"rpm": f"{limit:g} requests per minute", "tpm": f"{limit:g} tokens per minute",
+    plural = "" if limit == 1 else "s"
+    what = {"rpm": f"{limit:g} request{plural} per minute",
+            "tpm": f"{limit:g} token{plural} per minute",
             "budget": f"its budget of {limit:g} USD per "
                       f"{key.budget.period if key.budget else 'period'}"}[kind]
     return f"Key {key.name!r} is over {what}; retry in {retry_after} s."

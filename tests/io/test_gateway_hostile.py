@@ -406,11 +406,11 @@ def test_the_gateway_settings_have_safe_defaults() -> None:
 
 
 INVALID: list[tuple[dict[str, Any], str]] = [
-    ({"keys": [{"name": "a", "key": "k"}]},
-     "the configuration has unknown keys ['keys']; the keys are models, api_keys, metrics, "
-     "remote_images, connections, host, port."),
+    ({"key": [{"name": "a", "key": "k"}]},  # "keys" misspelt must never run an open server
+     "the configuration has unknown keys ['key']; the keys are models, api_keys, keys, store, "
+     "metrics, remote_images, connections, host, port."),
     ({"api_key": ["k"]}, "the configuration has unknown keys ['api_key']; the keys are models, "
-     "api_keys, metrics, remote_images, connections, host, port."),
+     "api_keys, keys, store, metrics, remote_images, connections, host, port."),
     ({"metrics": True}, "metrics must be an object."),
     ({"metrics": {"show_error": True}},
      "metrics has unknown keys ['show_error']; the keys are show_errors."),

@@ -1,7 +1,8 @@
 """The keys' limits shared through a real Redis (08 D76): two limiters, as two gateway
 processes hold, enforce one rpm, one tpm and one budget limit together; a Redis stopped mid-run
 gives the configured outcome (closed: 503, open: served) and a Redis that never answers is a
-``StoreError`` once the store timeout has passed, never a hang.
+``StoreError`` once the store timeout has passed, never a hang. Then the same with two real
+gateway processes, one on asyncio and one on trio, in front of the provider simulator.
 
 ``redis-server`` (Debian's package; ``.ci/run`` installs it when absent) is started on a free
 loopback port in a temporary directory, without persistence, and stopped after each test; the
@@ -10,21 +11,28 @@ tests skip, saying why, where it is not on ``PATH``.
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
 import attrs
+import httpx
 import pytest
+from serverkit import row, stream_body
+from test_server_cli import ROOT, environment, simulator_in_a_thread
 
-from mmsp_core.model import UsageMetadata
+from mmsp_core.model import TextDone, UsageMetadata
+from mmsp_io import simulator
 from mmsp_io.server import ServerConfig, resolve_config
-from mmsp_io.server.limits import Limiter, limiter_for
+from mmsp_io.server.limits import Limiter, limiter_for, minute_window
 from mmsp_io.server.stores import Count, RedisStore, StoreError
 
 pytestmark = pytest.mark.anyio
@@ -215,3 +223,71 @@ async def test_the_redis_counters_expire(redis_server: RedisServer) -> None:
     assert client.exists("c:none") == 0  # a read creates nothing
     client.close()
     await store.aclose()
+
+
+@attrs.frozen
+class GatewayProcess:
+    url: str
+    process: subprocess.Popen[str]
+
+    def post(self, key: str) -> httpx.Response:
+        return httpx.post(self.url + "/stream", json=stream_body("openai-chat"),
+                          headers={"authorization": f"Bearer {key}"}, timeout=HANG_GUARD)
+
+
+def start_gateway(config: Path, backend: str, stack: ExitStack) -> GatewayProcess:
+    """``python -m mmsp_io serve`` on a free port, stopped when ``stack`` closes."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mmsp_io", "serve", "--config", str(config), "--port", "0",
+         "--backend", backend, "--grace", "1"],
+        cwd=ROOT, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stack.callback(process.wait, timeout=10)
+    stack.callback(process.kill)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first.startswith("Starting MMSP server at "), first + process.stderr.read()
+    return GatewayProcess(first.split(" at ", 1)[1].strip(), process)
+
+
+def test_two_gateway_processes_share_one_rpm_tpm_and_budget_then_fail_closed(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """rpm 3, tpm 30 (20 tokens a stream) and 3 USD a day (2 USD a stream), each counted by
+    whichever process served the request; then Redis stops and both answer 503 to a key with
+    limits, while an ``api_keys`` token is still served. A run that
+    spans the end of a minute is run again on an empty Redis (minute counts restart)."""
+    import redis
+
+    keys = [{"name": "rpm", "key": "rpm-key", "rpm": 3},
+            {"name": "tpm", "key": "tpm-key", "tpm": 30},
+            {"name": "budget", "key": "budget-key", "budget": {"usd": 3, "period": "day"}}]
+    reply = simulator.Reply(items=[TextDone(text="served")],
+                            usage=UsageMetadata(cached_tokens=0, prompt_tokens=12,
+                                                response_tokens=8))
+    with simulator_in_a_thread(reply) as sim, ExitStack() as stack:
+        path = tmp_path / "server.json"
+        served = {**row(sim, "openai-chat"),
+                  "pricing": {"prompt_tokens": 100_000, "response_tokens": 100_000}}
+        path.write_text(json.dumps({"models": [served], "keys": keys, "api_keys": ["plain"],
+                                    "store": {"redis_url": redis_server.url,
+                                              "timeout_s": 0.5}}))
+        first, second = (start_gateway(path, "asyncio", stack),
+                         start_gateway(path, "trio", stack))
+        order = [first, second, first, second]
+        for _ in range(2):
+            minute = minute_window(time.time())[0]
+            statuses = {key["name"]: [gateway.post(str(key["key"])).status_code
+                                      for gateway in order] for key in keys}
+            if minute_window(time.time())[0] == minute:
+                break
+            redis.Redis.from_url(redis_server.url).flushall()
+        assert statuses == {"rpm": [200, 200, 200, 429], "tpm": [200, 200, 429, 429],
+                            "budget": [200, 200, 429, 429]}
+        refused = second.post("budget-key")
+        assert refused.json()["error"]["type"] == "RateLimitError"
+        assert int(refused.headers["retry-after"]) > 0
+        redis_server.stop()
+        down = [gateway.post("rpm-key") for gateway in (first, second)]
+        assert [answer.status_code for answer in down] == [503, 503]
+        assert {answer.json()["error"]["type"] for answer in down} == {"ServiceUnavailableError"}
+        assert first.post("plain").status_code == 200  # a key without limits needs no store
