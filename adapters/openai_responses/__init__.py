@@ -3,18 +3,23 @@
 Serves the client types ``openai-official``, ``openai-responses`` (also the protocol name),
 ``deepseek-official`` and ``minimax-official``, each with its profile (``profiles``):
 ``machine`` decodes the event stream, ``request`` builds the request, ``render`` writes the
-body a Responses server would send, and ``usage`` maps the wire usage both ways.
+body a Responses server would send, and ``usage`` maps the wire usage both ways. The gateway's
+front door ``POST /v1/responses`` (08 D73) reads a caller's request with ``reader`` and writes
+the answer with ``writer``.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from .._front import FrontDoor
 from .._openai import ERROR_SHAPE
 from .._spec import Traits, WireProtocol
 from .machine import ResponsesMachine
+from .reader import normalize_request, read_request
 from .render import normalize, render
 from .request import build_request, check_config
+from .writer import ResponsesWriter, error_body, response
 
 __all__ = [
     "PROTOCOL",
@@ -22,6 +27,8 @@ __all__ = [
     "build_request",
     "check_config",
     "normalize",
+    "normalize_request",
+    "read_request",
     "render",
 ]
 
@@ -35,4 +42,6 @@ PROTOCOL: Final = WireProtocol(
     traits=Traits(display_name="OpenAI Responses", error_shape=ERROR_SHAPE,
                   dialect=simulate.DIALECT),
     normalize=normalize,
+    front=FrontDoor(path="/v1/responses", read_request=read_request, new_writer=ResponsesWriter,
+                    response=response, error_body=error_body),
 )
