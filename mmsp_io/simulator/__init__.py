@@ -1,14 +1,17 @@
 """A local provider simulator: real HTTP/1.1 on loopback, scripted answers, no network.
 
-The simulator listens on ``127.0.0.1`` on a free port and answers the endpoints of the real
-providers (spec 04 §4, §5): the generation endpoint of every registered wire protocol whose
-record has a ``SimulatorDialect`` (``Traits.dialect``; ``simulated_protocols()`` lists them),
-and the model list of their client types. Everything about a provider (its route and base path,
+The simulator listens on ``127.0.0.1`` on a free port (``python -m mmsp_io simulate``: on
+port 25753, ``DEFAULT_PORT``, 08 D78) and answers the endpoints of the real providers (spec
+04 §4, §5): the generation endpoint of every registered wire protocol whose record has a
+``SimulatorDialect`` (``Traits.dialect``; ``simulated_protocols()`` lists them), and the model
+list of their client types. Everything about a provider (its route and base path,
 its key headers, its error bodies, its in-stream error, how its requests read) comes from that
 dialect, read from ``adapters.PROTOCOLS`` at call time, so a protocol registered later with
 ``adapters.register`` is served too (08 D63). It runs on the server core of
 ``mmsp_io.httpserver`` (h11 and anyio), under asyncio and trio. The end-to-end tests, the load
-test, the benchmarks and ``python -m mmsp_io demo`` use it.
+test, the benchmarks, ``python -m mmsp_io demo`` and the pytest plugin
+(``mmsp_io.pytest_plugin``) use it; the user guide documents it for users ("Testing without a
+network").
 
 How to script it
 ----------------
@@ -35,7 +38,11 @@ A ``Reply`` says *what* to send:
 - ``body``: a recorded body sent as it is (``Reply.recorded(path)`` reads a fixture file);
   ``content_type`` defaults to the dialect's;
 - ``status`` other than 200: the provider's JSON error body for that status (``message`` and
-  ``retry_after`` fill it in), for example ``Reply(status=429, retry_after=0)``.
+  ``retry_after`` fill it in), for example ``Reply(status=429, retry_after=0)``, or ``body``
+  as given.
+
+``Reply.text(text, thinking=...)``, ``Reply.tool_call(name, arguments, thinking=...)`` and
+``Reply.error(status, body=..., message=..., retry_after=...)`` build the common ones.
 
 and *how* to send it: ``chunk_size`` (bytes per write; default one write per SSE event),
 ``delay`` (seconds before each write), ``error_after`` (keep that many events of the body, then
@@ -43,9 +50,13 @@ send the protocol's in-stream overload error), ``cut_after`` (close the connecti
 many body bytes), ``stall_at`` (stop sending after that many body bytes and hold the connection
 open, sending ``: keep-alive`` comments every ``keepalive`` seconds if set: pick an offset
 between two events then, as a server would) and ``stall_before_headers`` (never answer at all).
+``fault`` takes a value of ``faults`` (cuts, resets, split characters, floods, the provider's
+in-stream error, stalls, a trickle, a socket held open), played out on whatever the reply
+sends; the ``faults`` docstring lists them with the error each gives the client.
 
 What the simulator saw: ``sim.requests`` lists every request (method, path, headers, raw and
-parsed body, protocol) in arrival order; ``sim.disconnects`` lists the requests whose client
+parsed body, protocol) in arrival order, its credential headers shown as ``[redacted]`` by its
+``repr`` and ``safe_headers``; ``sim.disconnects`` lists the requests whose client
 closed the connection before the response was complete (``await sim.wait_disconnects(n)``
 waits for them). A request with a wrong or missing key gets the provider's 401 body and does not
 consume the script. A request body over 50 MB is answered 413.
@@ -75,8 +86,8 @@ Where it lives
 An application beside the client library (docs/architecture.md, "Applications beside the
 library"): it uses the library and the protocol records, the library never imports it, and
 ``import mmsp_io`` does not load it. ``script`` holds ``Reply``, ``RecordedRequest`` and
-``demo_script``; ``routing`` the protocols served and their endpoints; ``serving`` the
-``Simulator`` itself.
+``demo_script``; ``faults`` the faults a reply takes; ``routing`` the protocols served and
+their endpoints; ``serving`` the ``Simulator`` itself.
 """
 
 from . import faults

@@ -70,7 +70,15 @@ def _parse_json(body: bytes) -> Any:
 
 @final
 class Simulator:
-    """A running provider simulator; build it with ``Simulator.running(...)``."""
+    """A running provider simulator (the package docstring).
+
+    Start one with ``async with Simulator.running(...) as sim:`` (asyncio or trio); it serves
+    until the block ends. ``sim.base_url(protocol)`` is the base URL a client of ``protocol``
+    is given and ``sim.api_key`` the key every request must carry; ``sim.script`` is the queue
+    of behaviours (``Reply`` values, or functions of the ``RecordedRequest``) the next requests
+    take before ``default``; ``sim.requests`` lists what it received and ``sim.disconnects``
+    the requests whose client left mid-answer.
+    """
 
     def __init__(
         self,
