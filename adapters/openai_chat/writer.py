@@ -1,6 +1,6 @@
 """The Chat Completions front door's writers (08 D73): the public stream as the SSE a Chat
-Completions server sends, event by event; the whole ``chat.completion`` object of a
-``stream: false`` request; the HTTP error body.
+Completions server sends, event by event, and the whole ``chat.completion`` object of a
+``stream: false`` request (the HTTP error body is OpenAI's, ``adapters._openai.error_body``).
 
 The stream (OpenAI API reference, "The chat completion chunk object"; "Streaming responses"):
 ``data: {chat.completion.chunk}`` lines, each with ``id``, ``object``, ``created``, ``model``
@@ -36,7 +36,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 
 from adapters._convert import arguments_json
-from adapters._openai import error_body as openai_error_body
 from adapters._render import sse_event
 from mmsp_core.errors import MMSPError, ProviderStreamError
 from mmsp_core.model import (
@@ -58,7 +57,6 @@ __all__ = [
     "COMPLETION_ID",
     "ChatStreamWriter",
     "encrypted_fidelity",
-    "error_body",
     "reasoning_field",
     "response",
 ]
@@ -292,14 +290,3 @@ def response(
         "usage": counts,
     }
 
-
-def error_body(status: int, message: str, /, *, param: str | None = None) -> dict[str, Any]:
-    """The HTTP error body an OpenAI server sends with ``status``: ``{"error": {"message",
-    "type", "param", "code"}}``, the type and code following from the status as OpenAI's API
-    sends them (``adapters._openai.error_body``: 401 ``invalid_request_error`` /
-    ``invalid_api_key``, 429 ``rate_limit_exceeded``, 5xx ``server_error``, other 4xx
-    ``invalid_request_error``), ``param`` naming the refused field (08 D73;
-    ``adapters._front.ErrorBody``)."""
-    body = openai_error_body(status, message)
-    body["error"]["param"] = param
-    return body
