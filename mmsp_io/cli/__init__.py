@@ -174,7 +174,7 @@ def _server_commands(commands: Any, backend: argparse.ArgumentParser) -> None:
     )
     providers.add_argument("--host", default="127.0.0.1", help="address to listen on")
     providers.add_argument("--port", type=int, default=simulator.DEFAULT_PORT,
-                           help="port to listen on (0: a free one)")
+                           help="port to listen on (default %(default)s; 0: a free one)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

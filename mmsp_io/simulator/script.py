@@ -112,8 +112,9 @@ class Reply:
     stall_at: int | None = None
     stall_before_headers: bool = False
     keepalive: float | None = None
-    #: How the answer goes wrong on the wire (``mmsp_io.simulator.faults``); ``None``: it
-    #: does not.
+    #: How the answer goes wrong on the wire (``mmsp_io.simulator.faults``): its writes
+    #: replace those of ``chunk_size``, ``cut_after`` and ``stall_at``;
+    #: ``None``: it does not.
     fault: Fault | None = None
 
     @classmethod

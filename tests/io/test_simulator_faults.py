@@ -18,6 +18,7 @@ import pytest
 from httpfakes import clean_environment
 
 import adapters
+from mmsp_core import NEED_DATA
 from mmsp_core.model import (
     DoneItem,
     EmbeddingDone,
@@ -29,7 +30,6 @@ from mmsp_core.model import (
     UniMessage,
     UsageMetadata,
 )
-from mmsp_core.pipeline import NEED_DATA
 from mmsp_core.testing import assert_stream_grammar
 from mmsp_io import (
     AutoLLMClient,
@@ -41,7 +41,7 @@ from mmsp_io import (
     Timeouts,
     UpstreamError,
 )
-from mmsp_io.simulator import Reply, Simulator, faults
+from mmsp_io.simulator import RecordedRequest, Reply, Simulator, faults
 
 __all__ = ["clean_environment"]
 
@@ -314,3 +314,48 @@ def test_fault_arguments_are_checked(make: Any, message: str) -> None:
 def test_a_one_body_answer_has_a_length_unless_the_fault_hangs_up() -> None:
     assert faults.declared_length([b"ab", faults.Pause(1.0), b"c", faults.Hold()]) == 3
     assert faults.declared_length([b"ab", faults.Hangup()]) is None
+
+
+# -- faults on any answer --------------------------------------------------------------------
+
+#: A recorded Anthropic-shaped body of three events (sent as it is, never parsed).
+RECORDED = (b'event: message_start\ndata: {"type":"message_start"}\n\n'
+            b'event: ping\ndata: {"type":"ping"}\n\n'
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+ANTHROPIC = {"x-api-key": "sk-sim", "anthropic-version": "2023-06-01"}
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+
+async def test_a_fault_shapes_a_recorded_body_as_it_does_a_rendered_one() -> None:
+    events = RECORDED.split(b"\n\n")[:-1]
+    async with Simulator.running() as sim, httpx.AsyncClient() as http:
+        sim.script.extend([Reply(body=RECORDED, fault=faults.trickle()),
+                           Reply(body=RECORDED, fault=faults.keepalive_flood(2)),
+                           Reply(body=RECORDED, fault=faults.cut(after_events=2))])
+        trickled = await http.post(sim.url + "/v1/messages", headers=ANTHROPIC, json=CHAT)
+        flooded = await http.post(sim.url + "/v1/messages", headers=ANTHROPIC, json=CHAT)
+        received = b""
+        with pytest.raises(httpx.RemoteProtocolError):
+            async with http.stream("POST", sim.url + "/v1/messages", headers=ANTHROPIC,
+                                   json=CHAT) as cut:
+                async for chunk in cut.aiter_raw():
+                    received += chunk
+    assert trickled.content == RECORDED
+    assert flooded.content == b"".join(faults.KEEPALIVE_COMMENT * 2 + event + b"\n\n"
+                                       for event in events)
+    assert received == events[0] + b"\n\n" + events[1] + b"\n\n"
+
+
+async def test_a_behaviour_function_may_answer_with_a_fault(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        return Reply.text(f"model {request.json['model']}", fault=faults.reset(after_events=1))
+
+    async with (
+        Simulator.running(answer) as sim,
+        client_for(sim, "openai-chat", monkeypatch, RELAXED) as client,
+    ):
+        with pytest.raises(IncompleteStreamError):
+            async for _ in client.streaming_response([UniMessage.user("hi")]):
+                pass
