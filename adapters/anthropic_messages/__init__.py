@@ -3,7 +3,10 @@
 - ``machine``: the event stream -> client-stream UniEvents (spec 06 §1);
 - ``request``: UniConfig and messages -> ``POST /v1/messages`` (spec 04 §4, 05);
 - ``render``: done items -> the event stream a server would send, and what this protocol
-  cannot carry (08 D49);
+  cannot carry (08 D49), a fold over the writer;
+- ``reader`` and ``writer``: the front door of ``POST /v1/messages`` on the gateway (08 D73):
+  a caller's request body -> messages and config, the public stream -> the event stream
+  event by event, the whole ``message`` object, the HTTP error body;
 - ``usage``: the one mapping between the wire's usage JSON and ``UsageMetadata`` (06 §1),
   read by the machine and written by the renderer;
 - ``profiles``: what differs between the two client types, read by the builder (08 D63);
@@ -20,12 +23,15 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters._front import FrontDoor
 from adapters._spec import Traits, WireProtocol
 
 from . import bedrock, simulate
 from .machine import AnthropicMessagesMachine
+from .reader import read_request
 from .render import normalize, render
-from .request import build_request, check_config
+from .request import PATH, build_request, check_config
+from .writer import MessagesWriter, error_body, response
 
 __all__ = [
     "BEDROCK",
@@ -45,6 +51,13 @@ PROTOCOL: Final = WireProtocol(
     render=render,
     traits=Traits(display_name="Anthropic Messages", dialect=simulate.DIALECT),
     normalize=normalize,
+    front=FrontDoor(
+        path=PATH,
+        read_request=read_request,
+        new_writer=MessagesWriter,
+        response=response,
+        error_body=error_body,
+    ),
 )
 
 #: Anthropic Messages on Amazon Bedrock (08 D72): the request variant and the event-stream

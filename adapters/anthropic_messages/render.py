@@ -1,9 +1,12 @@
 """Render done items as the event stream an Anthropic Messages server sends (08 D49, 09).
 
-The body is ``message_start`` and a ``ping``; for each item one content block
-(``content_block_start``, its deltas, ``content_block_stop``); then ``message_delta`` (stop
-reason and usage) and ``message_stop``. Each item's growing field is split into fragments of
-``fragment_size`` characters.
+Rendering is a fold over the front door's writer (``writer.MessagesWriter``), so there is one
+way to write this protocol: each done item becomes the public events the finalizer would have
+produced for it (its growing field cut into fragments of ``fragment_size`` characters, an
+empty fragment carrying its fidelity, then the item itself), the stop follows, and the writer
+writes them one by one. The body is ``message_start`` and a ``ping``; for each item one
+content block (``content_block_start``, its deltas, ``content_block_stop``); then
+``message_delta`` (stop reason and usage) and ``message_stop``.
 
 What this protocol cannot carry, i.e. the normalisation under which
 ``decode(render(items, usage, finish))`` gives back ``items``, ``usage`` and ``finish``:
@@ -26,79 +29,55 @@ What this protocol cannot carry, i.e. the normalisation under which
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 from adapters._convert import arguments_json
 from adapters._render import fragment_size as resolve_fragment_size
-from adapters._render import fragments, sse_event
+from adapters._render import fragments
 from mmsp_core.model import (
     DoneItem,
     FinishReason,
+    Item,
+    TextDelta,
     TextDone,
+    ThinkingDelta,
     ThinkingDone,
+    ToolCallDelta,
     ToolCallDone,
+    UniEvent,
     UsageMetadata,
 )
 
-from .machine import REDACTED_THINKING
-from .usage import to_message_delta, to_message_start
+from .writer import STOP_REASONS, MessagesWriter
 
 __all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "normalize", "render"]
 
 #: Characters per fragment when the caller does not choose: about what the API streams.
 DEFAULT_FRAGMENT_SIZE: Final = 12
 
-#: Finish reason -> the ``stop_reason`` the machine maps back to it (06 §1).
-STOP_REASONS: Final[Mapping[FinishReason, str]] = {
-    FinishReason.STOP: "end_turn",
-    FinishReason.LENGTH: "max_tokens",
-    FinishReason.TOOL_CALL: "tool_use",
-    FinishReason.UNKNOWN: "pause_turn",
-}
-
 _MESSAGE_ID: Final = "msg_01MMSPRENDER0000000000"
 
 
-def _delta(index: int, delta: Mapping[str, Any]) -> bytes:
-    return sse_event(
-        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
-    )
-
-
-def _start(index: int, block: Mapping[str, Any]) -> bytes:
-    return sse_event(
-        "content_block_start",
-        {"type": "content_block_start", "index": index, "content_block": block},
-    )
-
-
-def _block(item: DoneItem, index: int, size: int) -> Iterator[bytes]:
-    """The ``content_block_start`` and deltas of one item (no stop); nothing if not carried."""
+def _public_items(item: DoneItem, size: int) -> list[Item]:
+    """The public items the finalizer would have produced for ``item`` (02 §4): fragments of
+    ``size`` characters, an empty one carrying the fidelity, the item; nothing for a kind this
+    protocol does not carry."""
+    fidelity = [] if item.fidelity is None else [item.fidelity]
     if isinstance(item, TextDone):
-        yield _start(index, {"type": "text", "text": ""})
-        for part in fragments(item.text, size):
-            yield _delta(index, {"type": "text_delta", "text": part})
-    elif isinstance(item, ThinkingDone):
-        signature = (item.fidelity or {}).get("signature")
-        if not isinstance(signature, str):
-            signature = None
-        if item.thinking == REDACTED_THINKING and signature is not None:
-            yield _start(index, {"type": "redacted_thinking", "data": signature})
-            return
-        yield _start(index, {"type": "thinking", "thinking": "", "signature": ""})
-        for part in fragments(item.thinking, size):
-            yield _delta(index, {"type": "thinking_delta", "thinking": part})
-        if signature is not None:
-            yield _delta(index, {"type": "signature_delta", "signature": signature})
-    elif isinstance(item, ToolCallDone):
-        block = {"type": "tool_use", "id": item.tool_call_id, "name": item.name, "input": {}}
-        yield _start(index, block)
-        # The server always opens the arguments with an empty fragment.
-        yield _delta(index, {"type": "input_json_delta", "partial_json": ""})
-        for part in fragments(arguments_json(item.arguments), size):
-            yield _delta(index, {"type": "input_json_delta", "partial_json": part})
+        parts: list[Item] = [TextDelta(part) for part in fragments(item.text, size)]
+        return [*parts, *(TextDelta("", f) for f in fidelity), item]
+    if isinstance(item, ThinkingDone):
+        parts = [ThinkingDelta(part) for part in fragments(item.thinking, size)]
+        return [*parts, *(ThinkingDelta("", f) for f in fidelity), item]
+    if isinstance(item, ToolCallDone):
+        head = ToolCallDelta(item.name, item.tool_call_id, "", item.fidelity)
+        arguments = fragments(arguments_json(item.arguments), size)
+        parts = [ToolCallDelta("", "", part) for part in arguments]
+        return [head, *parts, item]
+    return []
 
 
 def render(
@@ -117,35 +96,11 @@ def render(
         ValueError: ``fragment_size`` is less than 1.
     """
     size = resolve_fragment_size(fragment_size, DEFAULT_FRAGMENT_SIZE)
-    message: dict[str, Any] = {
-        "id": _MESSAGE_ID,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": to_message_start(usage),
-    }
-    out = [
-        sse_event("message_start", {"type": "message_start", "message": message}),
-        sse_event("ping", {"type": "ping"}),
-    ]
-    index = 0
-    for item in items:
-        block = list(_block(item, index, size))
-        if block:
-            out.extend(block)
-            out.append(
-                sse_event("content_block_stop", {"type": "content_block_stop", "index": index})
-            )
-            index += 1
-    stop_reason = STOP_REASONS[FinishReason(finish_reason)]
-    delta = {"stop_reason": stop_reason, "stop_sequence": None}
-    final = {"type": "message_delta", "delta": delta, "usage": to_message_delta(usage)}
-    out.append(sse_event("message_delta", final))
-    out.append(sse_event("message_stop", {"type": "message_stop"}))
-    return b"".join(out)
+    writer = MessagesWriter(model, message_id=_MESSAGE_ID, usage=usage)
+    public = itertools.chain.from_iterable(_public_items(item, size) for item in items)
+    events = [UniEvent("delta", (each,)) for each in public]
+    events.append(UniEvent("stop", (), usage, FinishReason(finish_reason)))
+    return b"".join(writer.event(event) for event in events)
 
 
 def normalize(

@@ -22,27 +22,9 @@ from .._schema_answer import answer_schema, member
 from .._simulate import text_parts
 from .._spec import SimulatorDialect, Turn
 from .bedrock import CONTENT_TYPE, exception_message
+from .writer import error_body
 
 __all__ = ["BEDROCK_DIALECT", "DIALECT", "aws_error_body", "error_body", "read_turn"]
-
-_ERROR_TYPES: Final = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """The JSON body Anthropic sends with a non-2xx ``status``."""
-    error_type = _ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
-    )
-    return {"type": "error", "error": {"type": error_type, "message": message}}
-
 
 def read_turn(body: Mapping[str, Any]) -> Turn:
     """The last user text, the tools offered, the tool results since that text and the
