@@ -121,6 +121,7 @@ _EFFORTS: Final[Mapping[str, ThinkingLevel]] = {
     **{level.value: level for level in ThinkingLevel},
     "minimal": ThinkingLevel.LOW,
 }
+_ROLES: Final[Mapping[str, str]] = {"user": "user", "assistant": "assistant"}
 _TOOL_CHOICES: Final[Mapping[str, str]] = {"auto": "auto", "any": "required", "none": "none"}
 _SUMMARIES: Final[Mapping[str, bool]] = {"summarized": True, "omitted": False}
 _SPEEDS: Final[Mapping[str, bool]] = {"fast": True, "standard": False}
@@ -269,8 +270,7 @@ class _Reading:
         path = f"messages[{index}]"
         with _at(path):
             message = _object(raw, "a message")
-            role = _choice({"user": "user", "assistant": "assistant"}, string(message, "role"),
-                           "role")
+            role = _choice(_ROLES, string(message, "role"), "role")
             content = message.get("content")
             self.unread("message", message, _KEYS["message"], "messages")
             if type(content) is str:
@@ -409,13 +409,15 @@ class _Reading:
         if asked is None:
             asked, path = body.get("output_format"), "output_format"
         choice = body.get("tool_choice")
+        # Read before the caching is taken: a tool may carry a cache_control.
+        schemas = None if tools is None else tuple(self.tool(i, t) for i, t in enumerate(tools))
         return UniConfig(
             max_tokens=max_tokens,
             temperature=temperature,
             top_p=top_p,
             stop_sequences=stops,
             response_format=None if asked is None else self.response_format(path, asked),
-            tools=None if tools is None else tuple(self.tool(i, t) for i, t in enumerate(tools)),
+            tools=schemas,
             tool_choice=None if choice is None else self.tool_choice(choice),
             thinking_level=level,
             thinking_summary=summary,
