@@ -33,7 +33,7 @@ fault                                       what the client sees (its typed erro
                                             protocol has a terminal event (08 D56)
 ==========================================  =================================================
 
-A fault that needs what a framing lacks raises ``ValueError`` when the simulator applies it,
+A fault that needs what a framing lacks raises ``FaultMisfit`` when the simulator applies it,
 and the client then gets a 500 naming it: SSE comments on a JSON body or AWS event stream
 (``keepalive_flood``), a ping on a protocol that has none (``ping_flood``), events inside one
 JSON body (``after_events`` other than 0 on an embedding answer).
@@ -55,6 +55,7 @@ import adapters
 __all__ = [
     "Answer",
     "Fault",
+    "FaultMisfit",
     "Hangup",
     "Hold",
     "Pause",
@@ -72,6 +73,10 @@ __all__ = [
 
 #: The SSE comment of a keep-alive flood (spec: comment lines are ignored).
 KEEPALIVE_COMMENT: Final = b": keep-alive\n\n"
+
+
+class FaultMisfit(ValueError):
+    """A fault makes no sense for the answer it is applied to (the module docstring)."""
 
 
 @final
@@ -125,9 +130,19 @@ class Fault(Protocol):
         """The writes, pauses and hang-ups that send ``answer``.
 
         Raises:
-            ValueError: the fault makes no sense for ``answer``'s framing.
+            FaultMisfit: the fault makes no sense for ``answer``'s framing.
         """
         ...
+
+
+def _at_least_0(name: str, value: float) -> None:
+    """Check a fault's count or seconds.
+
+    Raises:
+        ValueError: ``value`` is negative, naming ``name``.
+    """
+    if value < 0:
+        raise ValueError(f"{name} must be at least 0, got {value}")
 
 
 def _events_before(answer: Answer, after_events: int) -> tuple[list[Step], list[Step]]:
@@ -135,12 +150,10 @@ def _events_before(answer: Answer, after_events: int) -> tuple[list[Step], list[
     event boundary inside it: only 0 makes sense there).
 
     Raises:
-        ValueError: a negative count, or a count other than 0 on a one-body answer.
+        FaultMisfit: a count other than 0 on a one-body answer.
     """
-    if after_events < 0:
-        raise ValueError(f"after_events must be at least 0, got {after_events}")
     if answer.one_body and after_events != 0:
-        raise ValueError(f"{answer.protocol} answers with one JSON body, which has no events: "
+        raise FaultMisfit(f"{answer.protocol} answers with one JSON body, which has no events: "
                          "only after_events=0 applies")
     return list(answer.events[:after_events]), list(answer.events[after_events:])
 
@@ -168,8 +181,7 @@ def cut(*, after_events: int | None = None, at_byte: int | None = None) -> Fault
     """
     if (after_events is None) == (at_byte is None):
         raise ValueError("cut takes exactly one of after_events and at_byte")
-    if (at_byte if at_byte is not None else after_events or 0) < 0:
-        raise ValueError("cut's position must be at least 0")
+    _at_least_0("at_byte" if at_byte is not None else "after_events", at_byte or after_events or 0)
     return _Cut(after_events, at_byte)
 
 
@@ -206,7 +218,7 @@ class _KeepaliveFlood:
 
     def steps(self, answer: Answer) -> list[Step]:
         if not answer.sse:
-            raise ValueError(f"{answer.protocol} is not an SSE stream: it has no comments")
+            raise FaultMisfit(f"{answer.protocol} is not an SSE stream: it has no comments")
         return _padded(answer, KEEPALIVE_COMMENT, self.count)
 
 
@@ -217,8 +229,7 @@ def keepalive_flood(count: int = 1000) -> Fault:
     Raises:
         ValueError: a negative count.
     """
-    if count < 0:
-        raise ValueError(f"count must be at least 0, got {count}")
+    _at_least_0("count", count)
     return _KeepaliveFlood(count)
 
 
@@ -229,7 +240,7 @@ class _PingFlood:
 
     def steps(self, answer: Answer) -> list[Step]:
         if answer.dialect.ping is None:
-            raise ValueError(f"{answer.protocol} has no ping event")
+            raise FaultMisfit(f"{answer.protocol} has no ping event")
         return _padded(answer, answer.dialect.ping, self.count)
 
 
@@ -241,8 +252,7 @@ def ping_flood(count: int = 1000) -> Fault:
     Raises:
         ValueError: a negative count.
     """
-    if count < 0:
-        raise ValueError(f"count must be at least 0, got {count}")
+    _at_least_0("count", count)
     return _PingFlood(count)
 
 
@@ -258,7 +268,12 @@ class _ErrorEvent:
 
 def error_event(*, after_events: int = 1) -> Fault:
     """Send ``after_events`` events, then the provider's in-stream error in its own form
-    (``SimulatorDialect.stream_error``, an overload, 08 D4) and end the body."""
+    (``SimulatorDialect.stream_error``, an overload, 08 D4) and end the body.
+
+    Raises:
+        ValueError: a negative count.
+    """
+    _at_least_0("after_events", after_events)
     return _ErrorEvent(after_events)
 
 
@@ -277,10 +292,10 @@ def stall(seconds: float, *, after_events: int = 1) -> Fault:
     """Send ``after_events`` events, send nothing for ``seconds``, then send the rest.
 
     Raises:
-        ValueError: a negative number of seconds.
+        ValueError: a negative number of seconds or events.
     """
-    if seconds < 0:
-        raise ValueError(f"seconds must be at least 0, got {seconds}")
+    _at_least_0("seconds", seconds)
+    _at_least_0("after_events", after_events)
     return _Stall(seconds, after_events)
 
 
@@ -309,7 +324,12 @@ class _Reset:
 
 def reset(*, after_events: int = 1) -> Fault:
     """Send ``after_events`` events, then reset the connection (a TCP RST, as a crashed peer
-    or a middlebox sends)."""
+    or a middlebox sends).
+
+    Raises:
+        ValueError: a negative count.
+    """
+    _at_least_0("after_events", after_events)
     return _Reset(after_events)
 
 

@@ -207,7 +207,7 @@ class Simulator:
             return self._error(dialect, reply), reply
         try:
             return self._stream(protocol, dialect, request, reply), reply
-        except ValueError as exc:  # a fault that makes no sense for this protocol's framing
+        except faults.FaultMisfit as exc:
             failed = Reply(status=500, message=f"The reply's fault cannot apply: {exc}")
             return self._error(dialect, failed), failed
 

@@ -304,6 +304,10 @@ async def test_a_fault_that_makes_no_sense_for_the_framing_is_a_500_naming_it() 
         (lambda: faults.keepalive_flood(-1), "at least 0"),
         (lambda: faults.ping_flood(-1), "at least 0"),
         (lambda: faults.stall(-0.5), "at least 0"),
+        (lambda: faults.stall(1, after_events=-1), "after_events must be at least 0"),
+        (lambda: faults.error_event(after_events=-1), "after_events must be at least 0"),
+        (lambda: faults.reset(after_events=-2), "after_events must be at least 0"),
+        (lambda: faults.cut(after_events=-1), "after_events must be at least 0"),
     ],
 )
 def test_fault_arguments_are_checked(make: Any, message: str) -> None:
