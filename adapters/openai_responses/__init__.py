@@ -4,8 +4,8 @@ Serves the client types ``openai-official``, ``openai-responses`` (also the prot
 ``deepseek-official`` and ``minimax-official``, each with its profile (``profiles``):
 ``machine`` decodes the event stream, ``request`` builds the request, ``render`` writes the
 body a Responses server would send, and ``usage`` maps the wire usage both ways. The gateway's
-front door ``POST /v1/responses`` (08 D73) reads a caller's request with ``reader`` and writes
-the answer with ``writer``.
+front door ``POST /v1/responses`` (08 D73) reads a caller's request with ``reader`` (the
+inverse of ``request`` up to ``request_normalization``) and writes the answer with ``writer``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from .._front import FrontDoor
 from .._openai import ERROR_SHAPE
 from .._spec import Traits, WireProtocol
 from .machine import ResponsesMachine
-from .reader import normalize_request, read_request
+from .reader import read_request
 from .render import normalize, render
 from .request import build_request, check_config
+from .request_normalization import normalize_request
 from .writer import ResponsesWriter, error_body, response
 
 __all__ = [
