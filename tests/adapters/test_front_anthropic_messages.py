@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -25,7 +26,7 @@ from adapters.anthropic_messages import PROTOCOL
 from adapters.anthropic_messages.reader import FORMAT_NAME, normalize_request, read_request
 from adapters.anthropic_messages.render import normalize
 from adapters.anthropic_messages.writer import MessagesWriter, error_body, response
-from adapters.testing import split_events
+from adapters.testing import check_only_mmsp_errors, check_recording, split_events
 from mmsp_core import jsonlib
 from mmsp_core.errors import (
     IncompleteStreamError,
@@ -607,6 +608,21 @@ def test_the_written_stream_decodes_alike_whole_byte_by_byte_and_chunked() -> No
     public = _agent_stream()
     events, error = decode_every_way(SOURCE, _write(public))
     assert _comparable(events, error) == _comparable(public, None)
+
+
+def test_a_body_recorded_from_the_door_passes_the_conformance_checks(tmp_path: Path) -> None:
+    public = _agent_stream()
+    recorded = tmp_path / "front-door.sse"
+    recorded.write_bytes(_write(public))
+    stop = to_wire(public[-1])
+    expected = {
+        "items": [to_wire(e.content_items[0]) for e in public[:-1]
+                  if e.content_items[0].type.endswith(".done")],
+        "stop": {"usage_metadata": stop["usage_metadata"], "finish_reason": "tool_call"},
+    }
+    (tmp_path / "front-door.expected.json").write_text(json.dumps(expected))
+    check_recording(SOURCE, recorded, examples=5)
+    check_only_mmsp_errors(SOURCE, recorded.read_bytes(), examples=20)
 
 
 def test_the_frames_are_anthropics_one_event_at_a_time() -> None:
