@@ -6,12 +6,16 @@ What happens on a call (spec 02 §8-§9, 08 D20-D22, D24, D27, D37, D38, D47, D7
    ``CallPlan``: messages are legacy-normalised and read, ``created_at`` is stamped from the
    real clock where missing, a message without items is refused, then the config is read.
 2. An already aborted signal raises ``AbortedError`` without any request.
-3. The ``trace_id`` is checked for containment (08 D24), the plan's remote images fetched
-   (``mmsp_io._images``, 08 D37), and the request built with the credentials and
-   ``default_headers`` (``CallPlan.request``).
+3. The ``trace_id`` is checked for containment (08 D24); with ``trace_dir`` given explicitly
+   (the argument or ``MMSP_TRACE_DIR``) a call without one is traced under a made id (08
+   D78, ``tracer.new_trace_id``). The plan's remote images are fetched (``mmsp_io._images``,
+   08 D37), and the request built with the credentials and ``default_headers``
+   (``CallPlan.request``).
 4. The attempt loop (``mmsp_io._attempts``) streams it, retrying what fails before the first
    event as the retry policy says (``mmsp_io._retry``, 08 D21, D60); at the stop, before it is
-   yielded, the trace is written and the stateful turn recorded (its stop steps).
+   yielded, the trace is written and the stateful turn recorded (its stop steps); a traced
+   call that fails writes its trace with the error. With ``record_to`` (or
+   ``MMSP_RECORD_DIR``) each exchange is saved as a cassette (``mmsp_io._cassettes``, 08 D78).
 
 ``list_models`` follows every page (``mmsp_io._listing``, spec 04 §5); the constructor's
 arguments are checked by ``mmsp_io._settings`` (08 D69).
@@ -32,6 +36,7 @@ import functools
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -59,6 +64,7 @@ from mmsp_core.model import UniConfig, UniEvent, UniMessage
 from . import tracer
 from ._attempts import Call, Sender, StopStep, TraceStep, now_ms, redacting
 from ._bedrock import bedrock_auth
+from ._cassettes import Recorder
 from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
@@ -115,7 +121,13 @@ class AutoLLMClient:
         timeouts: the four named timeouts of every call (08 D22); a call may pass its own.
         max_retries: retries before the first event (08 D21).
         strict: unknown wire events raise ``UnknownEventError``; ``None`` reads ``MMSP_DEBUG``.
-        trace_dir: where traces go; ``None`` means ``MMSP_CACHE_DIR`` or ``./cache``.
+        trace_dir: where traces go; ``None`` means ``MMSP_TRACE_DIR``, else ``MMSP_CACHE_DIR``
+            or ``./cache``. Given (here or as ``MMSP_TRACE_DIR``), every call is traced, failed
+            ones too, one without a ``trace_id`` under a made id (08 D78); else only calls
+            with a ``trace_id``.
+        record_to: a directory where each HTTP exchange is saved as a cassette, without
+            secrets (``mmsp_io._cassettes``, 08 D78); ``None`` means ``MMSP_RECORD_DIR``, and
+            nothing is recorded without either.
         remote_images: which http(s) images are fetched for a client type that sends images
             as bytes, and how many bytes (08 D37); ``None`` means ``RemoteImages()``: any host,
             at most ``IMAGE_LIMIT`` bytes an image.
@@ -156,6 +168,7 @@ class AutoLLMClient:
         strict: bool | None = None,
         trace_dir: str | os.PathLike[str] | None = None,
         remote_images: RemoteImages | None = None,
+        record_to: str | os.PathLike[str] | None = None,
     ) -> None:
         check_argument_types(http_client, timeouts, max_retries, default_headers, remote_images)
         named = client_type or env("CLIENT_TYPE")
@@ -181,15 +194,19 @@ class AutoLLMClient:
         # Vertex AI (a Vertex host or a service-account key) adds its OAuth token (08 D72).
         self._vertex = vertex_auth(self._client_type, self._base_url, self._api_key, os.environ,
                                    http=self._http, timeouts=self._timeouts)
+        record_dir = record_to if record_to is not None else env("MMSP_RECORD_DIR")
         self._sender = Sender(
             self._client_type, self._http, max_retries,
             functools.partial(_gateway_error, self._client_type)
             if self._traits.upstream_errors else None,
             self._api_key,
             self._cloud or self._vertex,
+            None if record_dir is None
+            else Recorder(Path(record_dir).absolute(), self._client_type, self._base_url),
         )
         self._strict = strict if strict is not None else debug_from_environment()
         self._trace_root = tracer.trace_dir(trace_dir)
+        self._trace_every_call = tracer.traces_every_call(trace_dir)
         self._remote_images = remote_images if remote_images is not None else RemoteImages()
         self._history: list[UniMessage] = []
         self._in_flight: _StatefulCall | None = None
@@ -343,10 +360,13 @@ class AutoLLMClient:
             plan = await self._vertex.prepare(plan)
         if signal is not None and signal.aborted:
             raise AbortedError(client, signal.reason)
-        if plan.trace_id:
-            tracer.trace_files(self._trace_root, plan.trace_id, client)
-            trace = TraceStep(self._trace_root, plan.trace_id, client, self._model, self._api_key)
-            at_stop = (trace, *at_stop)
+        trace_id = plan.trace_id or (
+            tracer.new_trace_id(self._model) if self._trace_every_call else None)
+        trace = None
+        if trace_id:
+            tracer.trace_files(self._trace_root, trace_id, client)
+            trace = TraceStep(self._trace_root, trace_id, client, self._model, self._api_key,
+                              self._sender.authorizer)
         call_timeouts = timeouts if timeouts is not None else self._timeouts
         images = await fetch_images(self._http, self._remote_images, plan.image_urls,
                                     client=client, signal=signal, timeouts=call_timeouts,
@@ -354,7 +374,7 @@ class AutoLLMClient:
         request = plan.request(images)
         request = attrs.evolve(request, headers=self._with_credentials(request.headers))
         return Call(plan, request, join_url(self._endpoint, request.path), call_timeouts,
-                    signal, started, at_stop)
+                    signal, started, at_stop, trace)
 
     def _with_credentials(
         self, headers: Sequence[tuple[str, str]]

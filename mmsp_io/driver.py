@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Final, final
+from typing import Final, TypeAlias, final
 
 import anyio
 import httpx
@@ -83,6 +83,9 @@ _CLOSE_SECONDS: Final = 5.0
 #: Response extensions of the transports known to bound every socket read by the request's
 #: read timeout: httpcore's (httpx's own transport) and the library's.
 _TRUSTED_EXTENSIONS: Final = ("network_stream", BODY_EXTENSION)
+
+#: Given a response and its raw body chunks, the chunks to read instead (``open_stream``).
+Tap: TypeAlias = Callable[[httpx.Response, AsyncIterator[bytes]], AsyncIterator[bytes]]
 
 #: The parsed form of each URL a request went to: httpx parses a URL given as text on every
 #: request (about 20 µs), and a client sends most of its requests to one or two.
@@ -153,6 +156,7 @@ async def open_stream(
     timeouts: Timeouts,
     error_for_status: ErrorForStatus | None = None,
     started: float | None = None,
+    tap: Tap | None = None,
 ) -> AsyncIterator[AsyncIterator[UniEvent]]:
     """Send ``request`` to ``url`` and stream the public events of its body (09).
 
@@ -170,6 +174,8 @@ async def open_stream(
             ``(status, headers, body_preview)``; ``_status.provider_http_error`` when ``None``.
         started: when the call began (``anyio.current_time()``), for a caller that retries:
             ``total`` counts from there (08 D60); ``None`` means now.
+        tap: given the response and the transport's raw body chunks, the chunks to read
+            instead (a cassette's recording, ``mmsp_io._cassettes``); ``None``: the raw ones.
 
     Raises:
         ProviderConnectionError: no response, or one in a content coding not decoded (08 D19,
@@ -191,7 +197,7 @@ async def open_stream(
     unguarded = timeouts.total is None and (
         timeouts.idle is None or _hand_idle_to(response, http_request, timeouts.idle)
     )
-    raw, chunks = _body_chunks(response)
+    raw, chunks = _body_chunks(response, tap)
     try:
         await raise_for_status(response, chunks, deadlines, error_for_status)
         refuse_coding(chunks, client)
@@ -205,9 +211,12 @@ async def open_stream(
         await _close(response, raw)
 
 
-def _body_chunks(response: httpx.Response) -> tuple[AsyncIterator[bytes], AsyncIterator[bytes]]:
+def _body_chunks(
+    response: httpx.Response, tap: Tap | None = None
+) -> tuple[AsyncIterator[bytes], AsyncIterator[bytes]]:
     """The transport's own iterator of ``response``'s raw body, and the chunks to read: the
-    same, or decoded from them when the body has a ``Content-Encoding`` (``mmsp_io._decoding``).
+    same (or what ``tap`` makes of them), or decoded from them when the body has a
+    ``Content-Encoding`` (``mmsp_io._decoding``).
 
     The library's transport puts its iterator in the response's extensions
     (``BODY_EXTENSION``: no generator layer at all); any other transport's is the response's
@@ -218,7 +227,8 @@ def _body_chunks(response: httpx.Response) -> tuple[AsyncIterator[bytes], AsyncI
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)  # as httpx's AsyncClient ensures
         raw = stream.__aiter__()
-    return raw, decoded_chunks(raw, response.headers.get("content-encoding"))
+    read = raw if tap is None else tap(response, raw)
+    return raw, decoded_chunks(read, response.headers.get("content-encoding"))
 
 
 def _hand_idle_to(response: httpx.Response, request: httpx.Request, idle: float) -> bool:

@@ -14,8 +14,9 @@ Commands:
 - ``chat --model MODEL PROMPT``: streams one answer from a real provider; the key is
   ``--api-key``, else the provider's ``<P>_API_KEY`` variable under the client's key-safety
   rule (spec 04 §3: with ``--base-url`` the key must be given as ``--api-key``).
-- ``replay --source SOURCE FILE``: decodes a recorded provider body through
-  ``adapters.decode`` and prints the unified stream.
+- ``replay [--source SOURCE] FILE``: decodes a recorded provider body, or a cassette (08 D78,
+  told by its content; its protocol is the source), through ``adapters.decode`` and prints
+  the unified stream.
 - ``serve --config FILE [--host HOST] [--port PORT]``: runs the MMSP server of
   ``mmsp_io.server`` (spec 07; default ``127.0.0.1:25752``) for the models of the configuration
   file (``--config``, else ``MMSP_SERVER_CONFIG``; without either it says so and exits 2, and
@@ -129,10 +130,11 @@ def _client_commands(commands: Any, common: argparse.ArgumentParser,
     one_answer.add_argument("prompt")
 
     recorded = commands.add_parser(
-        "replay", parents=[common], help="decode a recorded provider body"
+        "replay", parents=[common], help="decode a recorded provider body or a cassette"
     )
     recorded.add_argument(
-        "--source", required=True, help="client type or wire protocol, e.g. ant-messages"
+        "--source",
+        help="client type or wire protocol, e.g. ant-messages (a cassette names its own)",
     )
     recorded.add_argument("--strict", action="store_true", help="unknown wire events are errors")
     recorded.add_argument(

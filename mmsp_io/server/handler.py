@@ -106,6 +106,7 @@ from ..abort import AbortSignal
 from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request, is_loopback_host, names_loopback_host
+from ..tracer import with_trace_label
 from .answers import JSON, SSE_HEADERS, Answer, json_answer, refusal, wire_error
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
 from .doors import (
@@ -607,7 +608,9 @@ class Gateway:
         config: UniConfig | Mapping[str, Any] | None,
         signal: AbortSignal,
     ) -> AsyncGenerator[UniEvent, None]:
-        """The stateless call of ``row``'s client, the one upstream path of every route.
+        """The stateless call of ``row``'s client, the one upstream path of every route. A
+        caller's ``trace_id`` is made a label, one file name in the gateway's trace directory,
+        never a path the caller chooses (``tracer.trace_label``, 08 D78).
 
         Raises:
             UnsupportedParameterError: an ``extra_body`` key the row does not forward (module
@@ -615,7 +618,7 @@ class Gateway:
         """
         client = self._clients[row.server_model_id]
         _check_extra_body(row, config, client.client_type)
-        return client.streaming_response(messages, config, signal)
+        return client.streaming_response(messages, with_trace_label(config), signal)
 
     def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
         """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,

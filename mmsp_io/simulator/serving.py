@@ -8,6 +8,7 @@ import collections
 import contextlib
 import hmac
 import json
+import os
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Final, final
@@ -20,6 +21,7 @@ import adapters
 from .. import httpserver
 from . import faults
 from .bedrock import signed
+from .cassettes import Cassettes
 from .routing import (
     NEUTRAL_BAD_KEY_MESSAGE,
     NEUTRAL_REQUEST_ID_HEADER,
@@ -102,6 +104,8 @@ class Simulator:
         self.disconnects: list[RecordedRequest] = []
         #: Vertex AI's token endpoint and the tokens its endpoints take (08 D72).
         self.vertex = VertexIssuer()
+        #: The recorded exchanges that answer instead of the script (``cassettes``, 08 D78).
+        self.cassettes: Cassettes | None = None
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -115,19 +119,24 @@ class Simulator:
         models: Sequence[str] = ("sim-model",),
         host: str = "127.0.0.1",
         port: int = 0,
+        cassettes: Cassettes | str | os.PathLike[str] | None = None,
     ) -> AsyncIterator[Simulator]:
         """Serve on ``host:port`` (by default a free loopback port) for the duration of the
         ``async with`` block.
 
         ``default`` answers every request the script has no behaviour for; ``api_key`` is the
         key every request must carry; ``chunk_size`` and ``delay`` are the defaults of every
-        reply (see ``Reply``); ``models`` is what the model lists list. Leaving the block
+        reply (see ``Reply``); ``models`` is what the model lists list; ``cassettes``, a
+        directory or ``Cassettes``, answers every request to a model endpoint from recorded
+        exchanges instead of the script (``mmsp_io.simulator.cassettes``). Leaving the block
         closes the listener and every open connection.
 
         Raises:
             OSError: the port cannot be bound.
+            CassetteError: a file of ``cassettes`` is no readable cassette.
         """
         sim = cls(default, api_key=api_key, chunk_size=chunk_size, delay=delay, models=models)
+        sim.cassettes = None if cassettes is None else Cassettes.of(cassettes)
         limits = httpserver.Limits(max_body_bytes=_MAX_REQUEST_BYTES)
         async with httpserver.serve(sim._handle, host=host, port=port, limits=limits) as server:
             sim.url = server.url
@@ -201,6 +210,10 @@ class Simulator:
         if not isinstance(request.json, Mapping):
             reply = Reply(status=400, message="The request body is not a JSON object.")
             return self._error(dialect, reply), reply
+        if self.cassettes is not None:
+            played = self.cassettes.answer(request, dialect.error_body)
+            return _Response(played.status, played.headers, [], played.event_stream,
+                             played.steps), Reply()
         behaviour = self.script.popleft() if self.script else self.default
         reply = behaviour if isinstance(behaviour, Reply) else behaviour(request)
         if reply.status != 200:

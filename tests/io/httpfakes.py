@@ -91,7 +91,8 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     Import it into a test module to apply it there (it is ``autouse``).
     """
     for name in list(os.environ):
-        if name in ("CLIENT_TYPE", "MMSP_DEBUG", "MMSP_CACHE_DIR") or name.startswith(
+        if name in ("CLIENT_TYPE", "MMSP_DEBUG", "MMSP_CACHE_DIR", "MMSP_TRACE_DIR",
+                    "MMSP_RECORD_DIR") or name.startswith(
             ("AZURE_OPENAI_", "AWS_", "GOOGLE_APPLICATION_", "GOOGLE_CLOUD_")
         ) or name.endswith(("_API_KEY", "_BASE_URL")):
             monkeypatch.delenv(name)

@@ -386,7 +386,8 @@ async def test_any_other_route_is_404_with_the_routes_named(
         answer = await http.request(method, origin + path, headers=AUTH)
     assert answer.status_code == 404
     assert answer.json() == {"error": {"type": "NotFoundError", "message": (
-        f"No route for {method} {path}; the server serves POST /v1/stream, GET /v1/models "
+        f"No route for {method} {path}; the server serves POST /v1/stream, "
+        "POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, GET /v1/models "
         "and GET /v1/metrics.")}}
 
 
@@ -416,11 +417,15 @@ async def test_a_body_over_50_mib_is_answered_413(
     assert sim.requests == []
 
 
-@pytest.mark.parametrize("trace_id", ["../outside", "/etc/outside", "a/../../outside",
-                                      "link/outside"])
-async def test_a_trace_id_escaping_the_cache_dir_is_refused_before_the_request(
-    trace_id: str, front: str, tmp_path: Path
+@pytest.mark.parametrize(("trace_id", "label"), [
+    ("../outside", "_outside"), ("/etc/outside", "_etc_outside"),
+    ("a/../../outside", "a_.._.._outside"), ("link/outside", "link_outside"),
+    ("..", "_"), ("runs/one", "runs_one"),
+])
+async def test_a_callers_trace_id_is_a_label_in_the_servers_trace_dir(
+    trace_id: str, label: str, front: str, tmp_path: Path
 ) -> None:
+    # 08 D78: a caller names a trace, it never chooses a path (no sub-directory, no way out).
     traces = tmp_path / "traces"
     traces.mkdir()
     (tmp_path / "elsewhere").mkdir()
@@ -433,12 +438,11 @@ async def test_a_trace_id_escaping_the_cache_dir_is_refused_before_the_request(
     ):
         response, events = await post_stream(http, origin, body)
     assert response.status_code == 200
-    assert events[-1] == "[DONE]"
-    error = events[0]["error"]
-    assert (error["type"], error["parameter"]) == ("UnsupportedParameterError", "trace_id")
-    assert len(events) == 2
-    assert sim.requests == []
-    assert sorted(p.name for p in tmp_path.rglob("*outside*")) == []
+    assert events[-2]["event_type"] == "stop"
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json"))
+    assert written == [f"traces/{label}.json"]
+    assert json.loads((traces / f"{label}.json").read_text())["config"]["trace_id"] == label
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 async def test_a_trace_id_inside_the_cache_dir_saves_the_servers_trace(
@@ -453,8 +457,8 @@ async def test_a_trace_id_inside_the_cache_dir_saves_the_servers_trace(
         with pytest.warns(UserWarning, match="unknown_key"):
             _response, events = await post_stream(http, origin, body)
     assert events[-2]["event_type"] == "stop"
-    trace = json.loads((tmp_path / "traces" / "runs" / "one.json").read_text())
-    assert trace["config"]["trace_id"] == "runs/one"
+    trace = json.loads((tmp_path / "traces" / "runs_one.json").read_text())
+    assert trace["config"]["trace_id"] == "runs_one"
     assert [m["role"] for m in trace["history"]] == ["user", "assistant"]
 
 
