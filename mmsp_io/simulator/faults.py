@@ -2,36 +2,27 @@
 
 A fault shapes how the simulator sends the answer a ``Reply`` describes, whatever that answer
 is (rendered items, a recorded body): it cuts it, splits it, pads it, pauses it or leaves the
-socket in a bad state. Each value below is made by one function::
+socket in a bad state. Each is made by one function of this module (listed below), e.g.::
 
     sim.script.append(Reply(items=[TextDone("Hi")], fault=faults.cut(after_events=2)))
 
-==========================================  =================================================
-fault                                       what the client sees (its typed error, spec 03)
-==========================================  =================================================
-``cut(after_events=K)``, ``cut(at_byte=N)``  the connection closes there:
-                                            ``IncompleteStreamError``
-``split_characters()``                      every multi-byte UTF-8 character split across two
-                                            writes: the complete stream
-``keepalive_flood(n)``                      ``n`` SSE comments before every event: the
-                                            complete stream
-``ping_flood(n)``                           ``n`` of the provider's own ping events
-                                            (``SimulatorDialect.ping``) before every event:
-                                            the complete stream
-``error_event(after_events=K)``             the provider's in-stream error after K events
-                                            (``SimulatorDialect.stream_error``):
-                                            ``ProviderStreamError`` (a gateway's
-                                            ``UpstreamError`` on mmsp)
-``stall(seconds, after_events=K)``          nothing for ``seconds`` after K events: a
-                                            ``StreamTimeoutError`` when the call's
-                                            ``Timeouts`` are shorter
-``trickle()``                               one byte per write: the complete stream
-``reset(after_events=K)``                   a TCP reset after K events: ``IncompleteStreamError``
-                                            chained from the transport's error
-``hold_open()``                             every byte sent, the socket kept open without
-                                            ending the body: the complete stream where the
-                                            protocol has a terminal event (08 D56)
-==========================================  =================================================
+- ``cut(after_events=K)``, ``cut(at_byte=N)``: the connection closes there;
+  ``IncompleteStreamError``.
+- ``reset(after_events=K)``: a TCP reset after K events; ``IncompleteStreamError`` chained
+  from the transport's error.
+- ``error_event(after_events=K)``: the provider's in-stream error after K events
+  (``SimulatorDialect.stream_error``); ``ProviderStreamError`` (a gateway's ``UpstreamError``
+  on mmsp).
+- ``stall(seconds, after_events=K)``: nothing for ``seconds`` after K events; a
+  ``StreamTimeoutError`` when the call's ``Timeouts`` are shorter.
+- ``split_characters()``: every multi-byte UTF-8 character split across two writes; the
+  complete stream.
+- ``keepalive_flood(n)``: ``n`` SSE comments before every event; the complete stream.
+- ``ping_flood(n)``: ``n`` of the provider's own ping events (``SimulatorDialect.ping``) before
+  every event; the complete stream.
+- ``trickle()``: one byte per write; the complete stream.
+- ``hold_open()``: every byte sent, the socket kept open without ending the body; the complete
+  stream where the protocol has a terminal event (08 D56), else the ``idle`` timeout.
 
 A fault that needs what a framing lacks raises ``FaultMisfit`` when the simulator applies it,
 and the client then gets a 500 naming it: SSE comments on a JSON body or AWS event stream
