@@ -9,12 +9,12 @@ and one choice ``{"index": 0, "delta", "finish_reason"}``. The first chunk's del
 
 * text: ``{"content": <text>}``;
 * thinking: ``reasoning_content`` or ``reasoning``, the field the item's fidelity records
-  (``reasoning_field``) when its first fragment says so; otherwise both spellings with the
-  same text as a ``reasoning_details`` block ``{"type": "reasoning.text", "text", "index":
-  0}``, as gateways stream it, so that a gateway-encrypted block ending the item
-  (``reasoning.encrypted``, written at its ``thinking.done`` from the fidelity's
-  ``encrypted_content``/``format``/``reasoning_id``) stays with its text, wherever in the item
-  the fidelity arrived;
+  (``reasoning_field``) when its first fragment carries that fidelity without encrypted data;
+  otherwise both spellings with the same text as a ``reasoning_details`` block ``{"type":
+  "reasoning.text", "text", "index": 0}``, as gateways stream it, so that a gateway-encrypted
+  block ending the item (``reasoning.encrypted``, written at its ``thinking.done`` from the
+  fidelity's ``encrypted_content``/``format``/``reasoning_id``) stays with its text, wherever
+  in the item the fidelity arrived;
 * tool calls: ``{"tool_calls": [{"index", "id", "type": "function", "function": {"name",
   "arguments"}}]}`` on a call's first fragment, ``{"tool_calls": [{"index", "function":
   {"arguments"}}]}`` after it; calls are indexed from 0 in stream order.
