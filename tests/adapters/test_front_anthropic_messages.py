@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 import adapters
 from adapters.anthropic_messages import PROTOCOL
-from adapters.anthropic_messages.reader import FORMAT_NAME, normalize_request, read_request
+from adapters.anthropic_messages.reader import FORMAT_NAME, read_request
 from adapters.anthropic_messages.render import normalize
+from adapters.anthropic_messages.request_normalization import normalize_request
 from adapters.anthropic_messages.writer import MessagesWriter, error_body, response
 from adapters.testing import check_only_mmsp_errors, check_recording, split_events
 from mmsp_core import jsonlib
