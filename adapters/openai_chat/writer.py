@@ -257,19 +257,7 @@ def response(
     ]
     if calls:
         message["tool_calls"] = calls
-    thinking = [item for item in items if isinstance(item, ThinkingDone)]
-    text = "".join(item.thinking for item in thinking)
-    if text:
-        fields = {reasoning_field(item.fidelity) for item in thinking if item.thinking}
-        field = next(iter(fields)) if len(fields) == 1 else None
-        message.update(dict.fromkeys(REASONING_FIELDS if field is None else (field,), text))
-    details = [
-        _encrypted_block(encrypted)
-        for item in thinking
-        if (encrypted := encrypted_fidelity(item.fidelity)) is not None
-    ]
-    if details:
-        message["reasoning_details"] = details
+    message.update(_thinking_fields([item for item in items if isinstance(item, ThinkingDone)]))
     choice = {
         "index": 0,
         "message": message,
@@ -290,3 +278,21 @@ def response(
         "usage": counts,
     }
 
+
+def _thinking_fields(thinking: Sequence[ThinkingDone]) -> _JSON:
+    """The message fields of a whole response's thinking: the text joined in its recorded
+    field, or both spellings, and the gateway-encrypted blocks as ``reasoning_details``."""
+    fields: _JSON = {}
+    text = "".join(item.thinking for item in thinking)
+    if text:
+        recorded = {reasoning_field(item.fidelity) for item in thinking if item.thinking}
+        field = next(iter(recorded)) if len(recorded) == 1 else None
+        fields.update(dict.fromkeys(REASONING_FIELDS if field is None else (field,), text))
+    details = [
+        _encrypted_block(encrypted)
+        for item in thinking
+        if (encrypted := encrypted_fidelity(item.fidelity)) is not None
+    ]
+    if details:
+        fields["reasoning_details"] = details
+    return fields
