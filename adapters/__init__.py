@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import _protocols  # noqa: F401  (installs the built-in protocols)
 from ._errors import provider_http_error, read_error_body, upstream_http_error
+from ._front import FrontDoor, FrontRequest, StreamWriter
 from ._json import BadField, loads_object
 from ._plan import CallPlan, prepare
 from ._pricing import catalog_pricing, price
@@ -42,10 +43,13 @@ __all__ = [
     "BadField",
     "CallPlan",
     "ClientSpec",
+    "FrontDoor",
+    "FrontRequest",
     "ModelClass",
     "ModelPricing",
     "Registration",
     "SimulatorDialect",
+    "StreamWriter",
     "SupportedModel",
     "Traits",
     "WireProtocol",
