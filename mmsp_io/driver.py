@@ -31,7 +31,9 @@ Theory of operation (design sketch, "How the anyio driver composes them over htt
 Content codings (08 D18) are decoded in bounded steps by ``mmsp_io._decoding``, on every
 transport; the four named timeouts (08 D22) are enforced by ``mmsp_io._deadlines``, whose
 module doc says which limit bounds which wait; the error of a non-2xx answer is built by
-``mmsp_io._status``.
+``mmsp_io._status``. A ``tap`` (a cassette's recording, ``mmsp_io._cassettes``) is handed the
+transport's raw chunks before any decoding and gives the chunks to read; without one nothing
+is wrapped.
 
 Deadlines that cost nothing per chunk: after the first event only ``idle`` and ``total`` can
 expire. When ``total`` is unset and the response came from httpx's own transport (httpcore's,
@@ -84,7 +86,8 @@ _CLOSE_SECONDS: Final = 5.0
 #: read timeout: httpcore's (httpx's own transport) and the library's.
 _TRUSTED_EXTENSIONS: Final = ("network_stream", BODY_EXTENSION)
 
-#: Given a response and its raw body chunks, the chunks to read instead (``open_stream``).
+#: Given a response and the transport's raw body chunks, the chunks to read instead
+#: (``open_stream``; a cassette's recording, ``mmsp_io._cassettes``).
 Tap: TypeAlias = Callable[[httpx.Response, AsyncIterator[bytes]], AsyncIterator[bytes]]
 
 #: The parsed form of each URL a request went to: httpx parses a URL given as text on every
@@ -155,8 +158,7 @@ async def open_stream(
     client: str,
     timeouts: Timeouts,
     error_for_status: ErrorForStatus | None = None,
-    started: float | None = None,
-    tap: Tap | None = None,
+    started: float | None = None, tap: Tap | None = None,
 ) -> AsyncIterator[AsyncIterator[UniEvent]]:
     """Send ``request`` to ``url`` and stream the public events of its body (09).
 
@@ -174,8 +176,7 @@ async def open_stream(
             ``(status, headers, body_preview)``; ``_status.provider_http_error`` when ``None``.
         started: when the call began (``anyio.current_time()``), for a caller that retries:
             ``total`` counts from there (08 D60); ``None`` means now.
-        tap: given the response and the transport's raw body chunks, the chunks to read
-            instead (a cassette's recording, ``mmsp_io._cassettes``); ``None``: the raw ones.
+        tap: the chunks to read instead of the raw ones (``Tap``: a cassette's recording).
 
     Raises:
         ProviderConnectionError: no response, or one in a content coding not decoded (08 D19,
@@ -195,8 +196,7 @@ async def open_stream(
     # After the first event only ``idle`` and ``total`` can expire. With no ``total``, and
     # ``idle`` enforced by the transport itself (or unset), a read needs no scope of ours.
     unguarded = timeouts.total is None and (
-        timeouts.idle is None or _hand_idle_to(response, http_request, timeouts.idle)
-    )
+        timeouts.idle is None or _hand_idle_to(response, http_request, timeouts.idle))
     raw, chunks = _body_chunks(response, tap)
     try:
         await raise_for_status(response, chunks, deadlines, error_for_status)

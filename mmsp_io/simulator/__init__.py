@@ -87,10 +87,12 @@ An application beside the client library (docs/architecture.md, "Applications be
 library"): it uses the library and the protocol records, the library never imports it, and
 ``import mmsp_io`` does not load it. ``script`` holds ``Reply``, ``RecordedRequest`` and
 ``demo_script``; ``faults`` the faults a reply takes; ``routing`` the protocols served and
-their endpoints; ``serving`` the ``Simulator`` itself.
+their endpoints; ``serving`` the ``Simulator`` itself; ``cassettes`` the replay of recorded
+exchanges (``Simulator.running(cassettes=DIR)``, 08 D78).
 """
 
 from . import faults
+from .cassettes import CassetteError, Cassettes
 from .routing import simulated_protocols
 from .script import Behaviour, RecordedRequest, Reply, demo_script
 from .serving import DEFAULT_PORT, Simulator
@@ -98,6 +100,8 @@ from .serving import DEFAULT_PORT, Simulator
 __all__ = [
     "DEFAULT_PORT",
     "Behaviour",
+    "CassetteError",
+    "Cassettes",
     "RecordedRequest",
     "Reply",
     "Simulator",
