@@ -2,7 +2,10 @@
 everything else.
 
 ``POST /v1/stream`` streams the public events of a configured model as SSE, ``GET /v1/models``
-lists the served models and ``GET /v1/metrics`` counts what happened; every other route is 404.
+lists the served models and ``GET /v1/metrics`` counts what happened. The front doors
+(``doors``, 08 D73) speak the protocols whose records have one, each at its own route:
+``POST /v1/chat/completions``, ``POST /v1/responses`` and ``POST /v1/messages``, so the
+official SDKs point at the gateway unchanged. Every other route is 404.
 The request handling is one ``Gateway`` (``handler``) with two thin front ends: ``serve`` /
 ``run`` on the package's h11 core (``app``), and ``asgi_app`` for an ASGI server (``asgi``).
 The configuration file and its validation are in ``config``. ``python -m mmsp_io serve
