@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import anyio
 import attrs
 import httpx
 import httpx2
@@ -33,7 +34,18 @@ from adapters.anthropic_messages.usage import InputCounts, from_message_delta
 from adapters.openai_chat.usage import read_usage
 from adapters.openai_responses.usage import usage_from_wire
 from adapters.testing import check_protocol
-from mmsp_core.errors import ProviderStreamError
+from mmsp_core.errors import (
+    AbortedError,
+    IncompleteStreamError,
+    InvalidMessageError,
+    MMSPError,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderStreamError,
+    StreamTimeoutError,
+    UnsupportedParameterError,
+    UpstreamError,
+)
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import (
     DoneItem,
@@ -51,6 +63,7 @@ from mmsp_core.sse import SSEDecoder
 from mmsp_core.wire import to_wire
 from mmsp_io import AutoLLMClient
 from mmsp_io.server import Gateway
+from mmsp_io.server.doors import error_status, ignored_fields_header
 from mmsp_io.simulator import Reply, Simulator, simulated_protocols
 
 pytestmark = pytest.mark.anyio
@@ -481,8 +494,8 @@ async def test_auto_llm_client_through_a_door_yields_the_rows_public_stream(
 async def test_bodies_recorded_from_each_door_pass_check_protocol(
     protocol: str, tmp_path: Path
 ) -> None:
-    """What a door sends for a row's turns (thinking and a tool call; a cut stream) is a
-    conforming body of its protocol (``adapters.testing.check_protocol``)."""
+    """What a door sends for a row's turn (thinking, text and a tool call) is a conforming
+    body of its protocol (``adapters.testing.check_protocol``)."""
     recorder = Recorder()
     bodies: list[Path] = []
     async with serving(tmp_path, "h11", ROWS[:1]) as (_sim, origin), \
@@ -672,6 +685,43 @@ async def test_an_upstream_that_fails_before_its_first_event_is_an_http_error(
     assert_error_body(protocol, limited)
 
 
+@pytest.mark.parametrize("protocol", DOORS)
+async def test_a_stream_aborted_at_shutdown_ends_with_the_protocols_error(
+    protocol: str, front: str, tmp_path: Path
+) -> None:
+    """``abort_streams`` (graceful shutdown): a door's stream already under way ends with the
+    protocol's error, never cleanly; one whose upstream had not answered is a 503."""
+    async with Simulator.running() as sim:
+        gate = gateway(sim, tmp_path, ROWS[:1])
+        sim.script.extend([Reply(items=[TextDone(text="A long answer. " * 40)],
+                                 fragment_size=8, stall_at=2000),
+                           Reply(stall_before_headers=True)])
+        url_body = request_body(protocol, ROWS[0], stream=True)
+        waiting: list[httpx.Response] = []
+        async with running(gate, front) as origin, httpx.AsyncClient(timeout=10) as http:
+            url = door_url(protocol, origin)
+
+            async def unanswered() -> None:
+                waiting.append(await http.post(url, json=url_body, headers=AUTH))
+
+            async with http.stream("POST", url, json=url_body, headers=AUTH) as streamed:
+                chunks = streamed.aiter_raw()
+                first = await anext(chunks)  # the head and the first frames are out
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(unanswered)
+                    with anyio.fail_after(5):
+                        while len(sim.requests) < 2:
+                            await anyio.sleep(0.01)
+                    gate.abort_streams("the server is shutting down")
+                    body = first + b"".join([chunk async for chunk in chunks])
+    assert streamed.status_code == 200
+    with pytest.raises(ProviderStreamError):
+        list(adapters.decode(protocol, [body]))
+    (refused,) = waiting
+    assert refused.status_code == 503
+    assert "shutting down" in assert_error_body(protocol, refused)
+
+
 # -- what the doors answer besides ------------------------------------------------------------
 
 
@@ -681,13 +731,42 @@ async def test_ignored_fields_are_named_in_a_header(
 ) -> None:
     """A field the door neither maps nor refuses is ignored and named (08 D73); a name that
     could break the header is percent-encoded."""
-    body = request_body(protocol, ROWS[0], stream=False,
-                        **{"metadata": {"a": "b"}, "x-odd\r\nname": 1})
+    fields = {"metadata": {"a": "b"}, "x-odd\r\nname": 1}
     async with serving(tmp_path, front, ROWS[:1]) as (_sim, origin), \
             httpx.AsyncClient() as http:
-        answer = await http.post(door_url(protocol, origin), json=body, headers=AUTH)
-    assert answer.status_code == 200
-    assert answer.headers["x-mmsp-ignored-fields"] == "metadata, x-odd%0D%0Aname"
+        answers = [await http.post(door_url(protocol, origin), headers=AUTH,
+                                   json=request_body(protocol, ROWS[0], stream=stream, **fields))
+                   for stream in (True, False)]
+    for answer in answers:
+        assert answer.status_code == 200
+        assert answer.headers["x-mmsp-ignored-fields"] == "metadata, x-odd%0D%0Aname"
+
+
+def test_the_ignored_fields_header_is_bounded() -> None:
+    names = [f"field_{index}" for index in range(10_000)]
+    ((name, value),) = ignored_fields_header(names)
+    assert name == "x-mmsp-ignored-fields"
+    assert len(value) <= 1024 + len(", ...")
+    assert value.startswith("field_0, field_1, ") and value.endswith(", ...")
+    assert ignored_fields_header([]) == ()
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    (UnsupportedParameterError("openai-chat", "n"), 400),
+    (InvalidMessageError("openai-chat"), 400),
+    (ProviderHTTPError("anthropic-official", 429, retry_after=3), 429),
+    (ProviderHTTPError("anthropic-official", 529), 529),
+    (ProviderHTTPError("anthropic-official", 404), 404),
+    (ProviderHTTPError("anthropic-official", 401), 502),  # the row's own key
+    (ProviderHTTPError("anthropic-official", 403), 502),
+    (UpstreamError("mmsp", status=None), 502),
+    (StreamTimeoutError("openai-chat", "first_event", 10.0), 504),
+    (AbortedError("openai-chat", "the server is shutting down"), 503),
+    (IncompleteStreamError("openai-chat", ("usage",)), 502),
+    (ProviderConnectionError("openai-chat", "refused"), 502),
+])
+def test_the_status_of_an_error_before_the_head(error: MMSPError, status: int) -> None:
+    assert error_status(error) == status
 
 
 async def test_models_are_listed_in_openai_s_shape_or_anthropic_s(
