@@ -2,8 +2,9 @@
 "Applications beside the library").
 
 ``mmsp_io`` is the client library; its sub-packages ``server`` (the MMSP gateway), ``simulator``
-(the provider simulator), ``traces`` (the trace page) and ``cli`` (the command), the h11
-server core ``httpserver`` they share and ``__main__`` are applications that use it. Every
+(the provider simulator), ``traces`` (the trace page), ``playground`` (the chat page) and
+``cli`` (the command), the h11 server core ``httpserver`` they share and ``__main__`` are
+applications that use it. Every
 other module of ``mmsp_io``, and the pure packages ``mmsp_core`` and ``adapters`` below it, is
 library. The static check parses every module with ``ast`` and builds the import graph:
 ``import`` and ``from ... import`` statements, absolute and relative, at module level or inside
@@ -34,6 +35,7 @@ APPLICATIONS = (
     "mmsp_io.server",
     "mmsp_io.simulator",
     "mmsp_io.traces",
+    "mmsp_io.playground",
     "mmsp_io.cli",
     "mmsp_io.httpserver",
     "mmsp_io.__main__",

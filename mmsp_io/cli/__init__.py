@@ -27,6 +27,9 @@ Commands:
 - ``simulate [--host HOST] [--port PORT]``: serves the provider simulator of
   ``mmsp_io.simulator`` (default ``127.0.0.1:25753``, 08 D78) with its canned agent turn: it
   prints each protocol's base URL and ``key: <key>``, and serves until SIGINT or SIGTERM.
+- ``playground [--host HOST] [--port PORT] [--dir DIR]``: serves the chat page of
+  ``mmsp_io.playground`` (default ``127.0.0.1:25751``, 07 §8) with an in-process simulator and
+  the trace page of ``DIR`` at ``/tracer/``.
 
 Every command prints the public stream the same way: fragments as they arrive, each ``.done``
 item and the ``stop`` on a line of their own, with usage and finish reason; text that cannot be
@@ -63,7 +66,7 @@ from adapters.clients import client_spec
 from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
 
 from .. import server, simulator, traces
-from . import chat, demo, replay, simulate
+from . import chat, demo, playground, replay, simulate
 from .printer import StreamPrinter
 
 __all__ = ["StreamPrinter", "main"]
@@ -177,6 +180,7 @@ def _server_commands(commands: Any, backend: argparse.ArgumentParser) -> None:
     providers.add_argument("--host", default="127.0.0.1", help="address to listen on")
     providers.add_argument("--port", type=int, default=simulator.DEFAULT_PORT,
                            help="port to listen on (default %(default)s; 0: a free one)")
+    playground.add_parser(commands, backend)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "traces":
             page = partial(traces.run, args.dir, args.host, args.port, out)
             return anyio.run(page, backend=args.backend)
+        if args.command == "playground":
+            return playground.run(args, out)
         if args.command == "simulate":
             providers = partial(simulate.run, args.host, args.port, printer.line)
             return anyio.run(providers, backend=args.backend)

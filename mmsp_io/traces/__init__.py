@@ -16,15 +16,23 @@ with DOM calls (``textContent``, never markup from a trace):
 - ``GET /``: the page, listing the traces;
 - ``GET /trace/<id>``: the same page, showing the conversation of trace ``<id>`` (the file
   ``<id>.json``, 08 D14); for a trace that is outside or missing, under status 403 or 404;
-- ``GET /api/traces``: the list, ``{"traces": [{"id", "json", "txt", "size", "modified",
-  "too_large"}, ...], "truncated", "skipped": [{"path", "reason"}, ...], "skipped_count"}``,
-  newest first, at most ``max_listed`` entries; ``too_large`` marks a trace over
-  ``max_trace_bytes`` (shown only raw), and ``skipped`` names what the walk could not list;
+- ``GET /api/traces[?q=WORDS]``: the list, ``{"traces": [{"id", "json", "txt", "size",
+  "modified", "too_large", "summary"}, ...], "truncated", "skipped": [{"path", "reason"},
+  ...], "skipped_count"}``, newest first, at most ``max_listed`` entries; ``too_large`` marks
+  a trace over ``max_trace_bytes`` (shown only raw, without a summary), and ``skipped`` names
+  what the walk could not list. ``summary`` is what the list shows of the turn (``_summary``:
+  model, time, duration, tokens, cost, outcome), ``null`` for a file that is no trace. With
+  ``q``, only the traces holding every word of it (case-insensitive) in their id, model,
+  error, system prompt or the text of their messages are listed (``_matches``);
 - ``GET /api/trace/<id>``: ``{"id", "raw", "transcript", "trace"}``, the trace document with
   its messages legacy-normalised (spec 01 §9) and the links of its two files;
 - ``GET /raw/<file>``: a ``.json`` or ``.txt`` file of the directory as it is stored.
 
 Other refusals are ``{"error": {"status", "message"}}`` with their status.
+
+Mounting: ``TracePage(root, prefix="/tracer")`` serves the same routes under ``/tracer`` (the
+playground, ``mmsp_io.playground``, mounts it so on its own server); the page learns the prefix
+from the ``data-base`` attribute of its ``<body>``, and every link the answers hold carries it.
 
 Containment: every ``<id>`` and ``<file>`` is percent-decoded, joined to the directory, and
 the result ``Path.resolve()``-d (following every symbolic link) and kept only when it
@@ -46,7 +54,10 @@ which streams it in pieces. The listing walks the directory without recursion, a
 (``mmsp_io.tracer.MAX_TRACE_ID_SEGMENTS``): what it cannot list (a directory deeper than that
 or one that cannot be read, a file that cannot be read, a link that leads out, a name that is
 not UTF-8) never fails it, but is counted in ``skipped_count`` and named, up to
-``_SKIPPED_NAMED`` of them, in ``skipped``. The page and its answers carry
+``_SKIPPED_NAMED`` of them, in ``skipped``. A trace's summary is read once per version of its
+file (its size and modification time) and kept while it is listed, so the cache holds at most
+``max_listed`` small summaries; a search reads each listed trace again, one at a time, and a
+query is at most ``_MAX_QUERY`` characters (longer: 400). The page and its answers carry
 a strict content security policy (scripts and styles only from the page's own origin, images
 also as ``data:`` URIs and from the web, as a trace may link them), and a server bound to a
 loopback address answers only requests whose ``Host`` names a loopback host, so that a web
@@ -58,24 +69,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, TextIO, final
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
 import anyio
 import anyio.to_thread
 
-from adapters import BadField, loads_object
+from adapters import BadField, catalog_pricing, loads_object, price
+from mmsp_core.errors import MMSPError
 from mmsp_core.messages import normalize_legacy_messages
+from mmsp_core.wire import usage_from_wire
 
 from .. import httpserver
 from ..tracer import MAX_TRACE_ID_SEGMENTS
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_MAX_TRACE_BYTES", "DEFAULT_PORT", "TracePage", "run"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_MAX_TRACE_BYTES", "DEFAULT_PORT", "SECURITY_HEADERS",
+           "TracePage", "run"]
 
 #: Where ``python -m mmsp_io traces`` listens by default (07 §1, 08 D70).
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -84,12 +99,15 @@ DEFAULT_PORT: Final = 25750
 _STATIC: Final = {
     "page.css": "text/css; charset=utf-8",
     "page.js": "text/javascript; charset=utf-8",
+    "markdown.js": "text/javascript; charset=utf-8",
 }
 _RAW_TYPES: Final = {
     ".json": "application/json; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
 }
-_SECURITY_HEADERS: Final = (
+#: The headers of every answer: the page's content security policy (module docstring) and
+#: no caching; the playground (``mmsp_io.playground``) answers with them too.
+SECURITY_HEADERS: Final = (
     (
         "content-security-policy",
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -107,6 +125,14 @@ DEFAULT_MAX_TRACE_BYTES: Final = 16 * 1024 * 1024
 _SKIPPED_NAMED: Final = 100
 #: Requests are only ever ``GET``s: no body is accepted.
 _LIMITS: Final = httpserver.Limits(max_body_bytes=0)
+#: The longest search query, in characters.
+_MAX_QUERY: Final = 200
+#: The longest model id or error type a summary keeps, in characters.
+_MAX_NAME: Final = 200
+#: A prefix the page may be mounted under: ``/name`` segments of letters, digits, ``_``, ``-``.
+_PREFIX: Final = re.compile(r"(/[A-Za-z0-9_-]+)*")
+#: The counts of a usage object (spec 01 §6).
+_USAGE_COUNTS: Final = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 
 
 @final
@@ -124,7 +150,11 @@ class TracePage:
     """The handler of the trace page for the trace directory ``root`` (module docstring).
 
     ``max_trace_bytes`` bounds a trace read whole to be shown; ``max_listed`` bounds the
-    listing.
+    listing; ``prefix`` is the path the page is mounted under (``""``: the root).
+
+    Raises:
+        ValueError: ``prefix`` is not ``""`` or ``/name`` segments (letters, digits, ``_``,
+            ``-``).
     """
 
     def __init__(
@@ -133,12 +163,20 @@ class TracePage:
         *,
         max_trace_bytes: int = DEFAULT_MAX_TRACE_BYTES,
         max_listed: int = 10_000,
+        prefix: str = "",
     ) -> None:
+        if not _PREFIX.fullmatch(prefix):
+            raise ValueError(f"a prefix is '' or /name segments, not {prefix!r}")
         self.root = Path(root).absolute()
         self.max_trace_bytes = max_trace_bytes
         self.max_listed = max_listed
-        #: The page's static files, read once.
+        self.prefix = prefix
+        #: The page's static files, read once; the page names its prefix.
         self._static = {name: _static(name) for name in ("page.html", *_STATIC)}
+        self._static["page.html"] = self._static["page.html"].replace(b"__BASE__",
+                                                                      prefix.encode())
+        #: Summaries by relative path: ``(size, mtime_ns, summary)`` of the last listing.
+        self._summaries: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
 
     @contextlib.asynccontextmanager
     async def running(
@@ -168,6 +206,10 @@ class TracePage:
             if request.method != "GET":
                 raise _Refusal(405, f"The trace page answers only GET, not {request.method}.")
             path = _decoded(request.path)
+            if self.prefix:
+                if not path.startswith(self.prefix + "/"):
+                    raise _Refusal(404, f"No page at {path}.")
+                path = path.removeprefix(self.prefix)
             if path == "/":
                 await self._respond_page(response)
             elif path.startswith("/trace/"):
@@ -179,7 +221,7 @@ class TracePage:
                 else:
                     await self._respond_page(response)
             elif path == "/api/traces":
-                listing = await anyio.to_thread.run_sync(self._listing)
+                listing = await anyio.to_thread.run_sync(self._listing, _query(request.query))
                 await _respond_json(response, listing)
             elif path.startswith("/api/trace/"):
                 shown = await anyio.to_thread.run_sync(self._trace,
@@ -190,7 +232,7 @@ class TracePage:
             elif path.removeprefix("/") in _STATIC:
                 name = path.removeprefix("/")
                 await response.respond(200, [("content-type", _STATIC[name]),
-                                             *_SECURITY_HEADERS], self._static[name])
+                                             *SECURITY_HEADERS], self._static[name])
             else:
                 raise _Refusal(404, f"No page at {path}.")
         except _Refusal as refusal:
@@ -199,14 +241,14 @@ class TracePage:
 
     async def _respond_page(self, response: httpserver.Response, status: int = 200) -> None:
         await response.respond(status, [("content-type", "text/html; charset=utf-8"),
-                                     *_SECURITY_HEADERS], self._static["page.html"])
+                                     *SECURITY_HEADERS], self._static["page.html"])
 
     async def _respond_raw(self, response: httpserver.Response, relative: str) -> None:
         """Stream the stored file ``relative`` in pieces (a ``.json`` or ``.txt`` file)."""
         fd, suffix = await anyio.to_thread.run_sync(self._open, relative)
         async with anyio.wrap_file(os.fdopen(fd, "rb")) as file:
             await response.start(200, [("content-type", _RAW_TYPES[suffix]),
-                                       *_SECURITY_HEADERS])
+                                       *SECURITY_HEADERS])
             while chunk := await file.read(_READ_SIZE):
                 await response.send(chunk)
             await response.end()
@@ -261,10 +303,23 @@ class TracePage:
         """The answer of ``/api/trace/<trace_id>``: the document and links to its files.
 
         Raises:
+            _Refusal: as ``_document``.
+        """
+        document = self._document(f"{trace_id}.json")
+        return {
+            "id": trace_id,
+            "raw": self._link("/raw/", f"{trace_id}.json"),
+            "transcript": self._transcript(trace_id),
+            "trace": {**document, "history": normalize_legacy_messages(document["history"])},
+        }
+
+    def _document(self, json_name: str) -> dict[str, Any]:
+        """The trace document of the file ``json_name``, read whole.
+
+        Raises:
             _Refusal: as ``_open``; 422 for a file too large to show whole, not UTF-8 JSON, or
                 no trace document (an object whose ``history`` is a list of messages).
         """
-        json_name = f"{trace_id}.json"
         too_large = _Refusal(422, f"{json_name} is larger than {self.max_trace_bytes} bytes; "
                              "open the raw file instead.")
         with os.fdopen(self._open(json_name)[0], "rb") as file:
@@ -277,15 +332,9 @@ class TracePage:
             document = loads_object(data.decode("utf-8"))
         except (UnicodeDecodeError, BadField):
             raise _Refusal(422, f"{json_name} is not a JSON object.") from None
-        history = document.get("history")
-        if not isinstance(history, list):
+        if not isinstance(document.get("history"), list):
             raise _Refusal(422, f"{json_name} is not a trace: it has no history list.")
-        return {
-            "id": trace_id,
-            "raw": _link("/raw/", json_name),
-            "transcript": self._transcript(trace_id),
-            "trace": {**document, "history": normalize_legacy_messages(history)},
-        }
+        return document
 
     def _transcript(self, trace_id: str) -> str | None:
         """The link of the ``.txt`` file of ``trace_id`` when ``/raw`` serves it, else ``None``."""
@@ -293,13 +342,20 @@ class TracePage:
             self._file(f"{trace_id}.txt")
         except _Refusal:
             return None
-        return _link("/raw/", f"{trace_id}.txt")
+        return self._link("/raw/", f"{trace_id}.txt")
 
-    def _listing(self) -> dict[str, Any]:
-        """The answer of ``/api/traces`` (module docstring)."""
+    def _link(self, route: str, relative: str) -> str:
+        """The URL path of ``relative`` under ``route`` of the page, with its prefix."""
+        return _link(self.prefix + route, relative)
+
+    def _listing(self, query: str) -> dict[str, Any]:
+        """The answer of ``/api/traces``, only the traces matching ``query`` when it is not
+        empty (module docstring)."""
         root = self.root.resolve()
         walk = _Walk(root)
+        words = query.casefold().split()
         entries: list[tuple[float, dict[str, Any]]] = []
+        summaries: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
         truncated = False
         for path in walk.trace_files():
             if len(entries) == self.max_listed:
@@ -312,17 +368,41 @@ class TracePage:
                 walk.skip(relative, f"cannot be read: {exc.strerror or exc}")
                 continue
             trace_id = relative.removesuffix(".json")
+            too_large = info.st_size > self.max_trace_bytes
+            cached = self._summaries.get(relative)
+            document = None
+            if cached is not None and cached[:2] == (info.st_size, info.st_mtime_ns):
+                summary = cached[2]
+            else:
+                document = None if too_large else self._readable(relative)
+                summary = None if document is None else _summary(document)
+            summaries[relative] = (info.st_size, info.st_mtime_ns, summary)
+            if words:
+                if document is None and summary is not None:
+                    document = self._readable(relative)
+                if not _matches(trace_id, document, words):
+                    continue
             entries.append((info.st_mtime, {
                 "id": trace_id,
-                "json": _link("/raw/", relative),
+                "json": self._link("/raw/", relative),
                 "txt": self._transcript(trace_id),
                 "size": info.st_size,
                 "modified": _modified(info.st_mtime),
-                "too_large": info.st_size > self.max_trace_bytes,
+                "too_large": too_large,
+                "summary": summary,
             }))
+        self._summaries = summaries
         entries.sort(key=lambda entry: entry[0], reverse=True)
         return {"traces": [entry for _, entry in entries], "truncated": truncated,
                 "skipped": walk.skipped, "skipped_count": walk.skipped_count}
+
+    def _readable(self, relative: str) -> dict[str, Any] | None:
+        """The trace document of ``relative``, or ``None`` for a file that is none (or that
+        went away or grew too large since it was listed)."""
+        try:
+            return self._document(relative)
+        except _Refusal:
+            return None
 
 
 @final
@@ -378,6 +458,110 @@ class _Walk:
                     else:
                         self.skip(shown, "leads outside the trace directory or to no file")
             pending.extend(reversed(subdirectories))
+
+
+def _summary(document: Mapping[str, Any]) -> dict[str, Any]:
+    """What the list shows of a trace document (the tracer's keys, ``mmsp_io.tracer``):
+    ``model``, ``time`` (its timestamp), ``duration_s``, ``first_event_s``, ``attempts``
+    (their count), ``tokens`` (the turn's usage: every count of the last assistant message of
+    a turn that ended at its stop, added), ``cost`` (USD, ``adapters.price`` at the catalog's
+    price of the model at the base URL, when the trace names both and the catalog prices it;
+    08 D75) and ``outcome`` (``"ok"``, or the error's type). A key the trace does not hold, or
+    holds as another type, is ``None``; a trace written before the tracer kept the turn's keys
+    was written at a stop, so its outcome is ``"ok"``."""
+    config = document.get("config")
+    config = config if isinstance(config, Mapping) else {}
+    model = _text(config.get("model"))
+    base_url = _text(document.get("base_url")) or _text(config.get("base_url"))
+    error = document.get("error")
+    failed = document.get("outcome") == "error"
+    usage = None
+    history = document["history"]
+    last = history[-1] if history else None
+    if not failed and isinstance(last, Mapping) and last.get("role") == "assistant":
+        usage = last.get("usage_metadata")
+    tokens = cost = None
+    if isinstance(usage, Mapping):
+        counts = [usage.get(key) for key in _USAGE_COUNTS]
+        tokens = sum(n for n in counts if isinstance(n, int) and not isinstance(n, bool))
+        pricing = catalog_pricing(model, base_url) if model and base_url else None
+        if pricing is not None:
+            with contextlib.suppress(MMSPError):  # a count of another type: no cost
+                read = usage_from_wire(usage)
+                cost = None if read is None else round(price(read, pricing), 6)
+    attempts = document.get("attempts")
+    return {
+        "model": model[:_MAX_NAME] if model else None,
+        "time": _text(document.get("timestamp")),
+        "duration_s": _seconds(document.get("duration_s")),
+        "first_event_s": _seconds(document.get("first_event_s")),
+        "attempts": len(attempts) if isinstance(attempts, list) else None,
+        "tokens": tokens,
+        "cost": cost,
+        "outcome": ((_text(error.get("type")) or "error")[:_MAX_NAME]
+                    if failed and isinstance(error, Mapping) else "error" if failed else "ok"),
+    }
+
+
+def _matches(trace_id: str, document: Mapping[str, Any] | None, words: list[str]) -> bool:
+    """Whether every one of ``words`` (case-folded) is in the trace's id, its model, its
+    error, its system prompt or the text of its messages (text, thinking, tool calls and
+    results, and what arrived before an error); of a file that is no trace, only the id."""
+    haystack = "\n".join(_searched(trace_id, document)).casefold()
+    return all(word in haystack for word in words)
+
+
+def _searched(trace_id: str, document: Mapping[str, Any] | None) -> Iterator[str]:
+    """The texts of a trace a search looks into (``_matches``)."""
+    yield trace_id
+    if document is None:
+        return
+    config = document.get("config")
+    if isinstance(config, Mapping):
+        yield from (value for value in (config.get("model"), config.get("system_prompt"))
+                    if isinstance(value, str))
+    error = document.get("error")
+    if isinstance(error, Mapping):
+        yield json.dumps(error, ensure_ascii=False)
+    lists = [message.get("content_items") for message in
+             normalize_legacy_messages(document["history"]) if isinstance(message, Mapping)]
+    lists.append(document.get("partial"))
+    items = [item for found in lists if isinstance(found, list)
+             for item in found if isinstance(item, Mapping)]
+    for item in items:
+        for key in ("text", "thinking", "name"):
+            if isinstance(item.get(key), str):
+                yield item[key]
+        arguments = item.get("arguments")
+        if arguments is not None:
+            yield arguments if isinstance(arguments, str) else json.dumps(arguments,
+                                                                          ensure_ascii=False)
+
+
+def _text(value: Any) -> str | None:
+    """``value`` when it is a non-empty string, else ``None``."""
+    return value if isinstance(value, str) and value else None
+
+
+def _seconds(value: Any) -> float | None:
+    """``value`` when it is a number of seconds (not a bool), else ``None``."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def _query(query: str) -> str:
+    """The search words of a request's query string (its ``q``; ``""`` without one).
+
+    Raises:
+        _Refusal: 400 for a query that is not UTF-8 or longer than ``_MAX_QUERY`` characters.
+    """
+    try:
+        found = parse_qs(query, errors="strict").get("q", [""])[0]
+    except UnicodeDecodeError:
+        raise _Refusal(400, "The query is not UTF-8.") from None
+    if len(found) > _MAX_QUERY:
+        raise _Refusal(400, f"A search is at most {_MAX_QUERY} characters.")
+    return found
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -439,13 +623,13 @@ async def _respond_json(response: httpserver.Response, value: Any) -> None:
         raise _Refusal(422, "The trace holds a number JSON cannot carry (NaN or infinity).") \
             from None
     await response.respond(200, [("content-type", "application/json; charset=utf-8"),
-                                 *_SECURITY_HEADERS], body)
+                                 *SECURITY_HEADERS], body)
 
 
 async def _send_refusal(response: httpserver.Response, refusal: _Refusal) -> None:
     """Answer ``refusal`` as ``{"error": {"status", "message"}}``."""
     body = json.dumps({"error": {"status": refusal.status, "message": refusal.message}}).encode()
-    headers = [("content-type", "application/json; charset=utf-8"), *_SECURITY_HEADERS]
+    headers = [("content-type", "application/json; charset=utf-8"), *SECURITY_HEADERS]
     if refusal.status == 405:
         headers.append(("allow", "GET"))
     await response.respond(refusal.status, headers, body)

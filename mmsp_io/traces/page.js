@@ -1,9 +1,12 @@
-// The trace page: lists the traces of the directory, or shows one conversation.
-// Everything read from a trace goes into the page as text (textContent), never as markup.
+// The trace page: lists the traces of the directory (searchable), or shows one conversation.
+// Everything read from a trace goes into the page as text (textContent), never as markup; the
+// text of a message is rendered as a small markdown subset into DOM nodes (markdown.js).
 "use strict";
 
 const app = document.getElementById("app");
 const where = document.getElementById("where");
+// The path the page is mounted under ("" at the root), as the server wrote it.
+const base = document.body.dataset.base || "";
 
 // el("div", {class: "x"}, child, "text", ...): one element with attributes and children.
 function el(tag, attributes, ...children) {
@@ -50,35 +53,85 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+const DASH = "—";
+
+function seconds(value) {
+  return typeof value === "number" ? `${value.toFixed(value < 10 ? 3 : 1)} s` : DASH;
+}
+
 // -- the list ----------------------------------------------------------------------------------
+
+function summaryCells(summary) {
+  const s = summary || {};
+  const time = s.time ? new Date(s.time) : null;
+  const outcome = s.outcome || DASH;
+  return [
+    el("td", {class: "model"}, s.model || DASH),
+    el("td", {class: "time"}, time && !isNaN(time) ? time.toLocaleString() : DASH),
+    el("td", {class: "duration"}, seconds(s.duration_s)),
+    el("td", {class: "tokens"}, typeof s.tokens === "number" ? s.tokens.toLocaleString() : DASH),
+    el("td", {class: "cost"}, typeof s.cost === "number" ? `$${s.cost.toFixed(6)}` : DASH),
+    el("td", {class: `outcome ${outcome === "ok" ? "ok" : outcome === DASH ? "" : "failed"}`},
+      outcome),
+  ];
+}
+
+let searching = null;
 
 async function showList() {
   where.textContent = "";
-  const listing = await getJSON("/api/traces");
+  const query = new URLSearchParams(location.search).get("q") || "";
+  const box = el("input", {type: "search", id: "search", placeholder: "Search model, text, error",
+    "aria-label": "Search the traces"});
+  box.value = query;
+  const results = el("div", {id: "results"});
+  box.addEventListener("input", () => {
+    clearTimeout(searching);
+    searching = setTimeout(() => {
+      const url = new URL(location.href);
+      if (box.value) {
+        url.searchParams.set("q", box.value);
+      } else {
+        url.searchParams.delete("q");
+      }
+      history.replaceState(null, "", url);
+      listInto(results, box.value).catch((error) => results.replaceChildren(
+        el("p", {class: "error"}, error.message)));
+    }, 200);
+  });
+  show(el("form", {class: "search", role: "search"}, box), results);
+  box.form.addEventListener("submit", (event) => event.preventDefault());
+  await listInto(results, query);
+}
+
+async function listInto(results, query) {
+  const listing = await getJSON(`${base}/api/traces?q=${encodeURIComponent(query)}`);
   const skipped = listing.skipped_count ? el("p", {class: "note"},
     `${listing.skipped_count} entries could not be listed: `,
     listing.skipped.map((entry) => `${entry.path} (${entry.reason})`).join("; ")) : null;
   if (listing.traces.length === 0) {
-    show(el("p", {class: "note"}, "No trace files in this directory yet."), skipped);
+    results.replaceChildren(el("p", {class: "note"}, query ? "No trace matches the search."
+      : "No trace files in this directory yet."), ...(skipped ? [skipped] : []));
     return;
   }
   const rows = listing.traces.map((trace) => el("tr", {},
     // A trace too large to be shown whole links its raw file.
     el("td", {}, el("a", {class: "trace-link",
-      href: trace.too_large ? trace.json : "/trace/" + encodePath(trace.id)}, trace.id)),
-    el("td", {}, trace.modified ? new Date(trace.modified).toLocaleString() : ""),
+      href: trace.too_large ? trace.json : `${base}/trace/${encodePath(trace.id)}`}, trace.id)),
+    ...summaryCells(trace.summary),
     el("td", {class: "size"}, `${trace.size.toLocaleString()} B`),
     el("td", {}, el("a", {href: trace.json}, "JSON"),
       trace.txt ? " · " : null, trace.txt ? el("a", {href: trace.txt}, "text") : null),
   ));
-  show(
+  const headings = ["Trace", "Model", "Time", "Duration", "Tokens", "Cost", "Outcome", "Size",
+    "Files"];
+  results.replaceChildren(...[
     el("table", {class: "traces"},
-      el("thead", {}, el("tr", {}, el("th", {}, "Trace"), el("th", {}, "Modified"),
-        el("th", {}, "Size"), el("th", {}, "Files"))),
+      el("thead", {}, el("tr", {}, ...headings.map((name) => el("th", {}, name)))),
       el("tbody", {}, ...rows)),
     listing.truncated ? el("p", {class: "note"}, "Only the first traces found are listed.") : null,
     skipped,
-  );
+  ].filter((node) => node !== null));
 }
 
 // -- one conversation --------------------------------------------------------------------------
@@ -104,7 +157,7 @@ function inlineMedia(item, label) {
 function itemNode(item, callNames) {
   switch (item && item.type) {
     case "text.done":
-      return el("div", {class: "item text"}, item.text);
+      return el("div", {class: "item text markdown"}, mmspMarkdown.render(item.text));
     case "thinking.done":
       return el("details", {class: "item thinking"}, el("summary", {}, "Thinking"),
         el("div", {class: "thinking-text"}, item.thinking));
@@ -174,10 +227,44 @@ function messageNode(message, index, callNames) {
     turnNode(message || {}));
 }
 
+// The turn's timeline (first event, duration, attempts), from the tracer's keys; "—" where the
+// trace does not hold them.
+function timelineNode(trace) {
+  const attempts = Array.isArray(trace.attempts) ? trace.attempts : [];
+  return el("section", {class: "timeline"},
+    el("h2", {}, "Turn"),
+    el("dl", {},
+      el("dt", {}, "Outcome"), el("dd", {class: "outcome"},
+        trace.outcome === "error" ? "error" : trace.outcome ? "ok" : DASH),
+      el("dt", {}, "First event"), el("dd", {class: "first-event"}, seconds(trace.first_event_s)),
+      el("dt", {}, "Duration"), el("dd", {class: "duration"}, seconds(trace.duration_s)),
+      el("dt", {}, "Attempts"), el("dd", {class: "attempts"},
+        Array.isArray(trace.attempts) ? String(attempts.length) : DASH)),
+    attempts.length ? el("ol", {class: "attempt-list"}, ...attempts.map((attempt) =>
+      el("li", {class: "attempt"}, `at ${seconds(attempt && attempt.started_s)}: `,
+        attempt && attempt.error ? `${attempt.error.type}: ${attempt.error.message}`
+          : "streamed"))) : null);
+}
+
+// A failed turn's error in full (every field of its wire form) and what arrived before it.
+function errorNode(trace) {
+  if (!trace.error || typeof trace.error !== "object") {
+    return null;
+  }
+  const partial = Array.isArray(trace.partial) ? trace.partial : [];
+  return el("section", {class: "failure"},
+    el("h2", {}, `Error · ${trace.error.type || "unknown"}`),
+    el("div", {class: "error-message text"}, String(trace.error.message ?? "")),
+    el("pre", {class: "error-fields"}, pretty(trace.error)),
+    partial.length ? el("div", {class: "partial"}, el("h3", {}, "Arrived before the error"),
+      ...partial.map((item) => el("pre", {class: "partial-item"},
+        `${item.type}: ${item.text ?? item.thinking ?? item.arguments ?? ""}`))) : null);
+}
+
 async function showTrace(id) {
   where.textContent = id;
   document.title = `${id} · MMSP traces`;
-  const answer = await getJSON("/api/trace/" + encodePath(id));
+  const answer = await getJSON(`${base}/api/trace/${encodePath(id)}`);
   const trace = answer.trace;
   const history = trace.history;
   const callNames = new Map();
@@ -189,6 +276,9 @@ async function showTrace(id) {
     }
   }
   const config = trace.config && typeof trace.config === "object" ? trace.config : {};
+  const system = typeof config.system_prompt === "string" && config.system_prompt
+    ? el("section", {class: "message system-prompt"}, el("h2", {}, "System prompt"),
+      el("div", {class: "text"}, config.system_prompt)) : null;
   show(
     el("div", {class: "links"},
       el("a", {class: "raw-json", href: answer.raw}, "Raw JSON"),
@@ -197,12 +287,15 @@ async function showTrace(id) {
     el("details", {class: "config"},
       el("summary", {}, config.model ? `Configuration · model ${config.model}` : "Configuration"),
       el("pre", {}, pretty(config))),
+    timelineNode(trace),
+    errorNode(trace),
+    system,
     ...history.map((message, index) => messageNode(message, index, callNames)),
   );
 }
 
 function route() {
-  const path = location.pathname;
+  const path = location.pathname.slice(base.length);
   if (path.startsWith("/trace/")) {
     return showTrace(path.slice("/trace/".length).split("/").map(decodeURIComponent).join("/"));
   }
