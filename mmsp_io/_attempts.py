@@ -81,6 +81,12 @@ def redacting(*secrets: str | None) -> Iterator[None]:
         raise
 
 
+def _secrets(secret: str | None, authorizer: Authorizer | None) -> tuple[str | None, ...]:
+    """``secret`` (a key) and ``authorizer``'s secrets as they are now (a token may come
+    during a call)."""
+    return (secret, *(authorizer.secrets if authorizer is not None else ()))
+
+
 def _redact(exc: MMSPError, secrets: tuple[str | None, ...]) -> None:
     """Remove each of ``secrets`` from ``exc`` in place (``redacting``)."""
     for secret in secrets:
@@ -151,7 +157,8 @@ class Call:
     at_stop: tuple[StopStep, ...] = ()
     #: Writes the call's trace (module doc, step 4); ``None``: the call is not traced.
     trace: TraceStep | None = None
-    #: What the trace says of the turn; kept only when ``trace`` is set.
+    #: What the stream brought: the done items when there are stop steps or a trace, the
+    #: rest only for a trace.
     log: TurnLog = attrs.Factory(TurnLog)
 
 
@@ -173,9 +180,8 @@ class Sender:
 
     @property
     def secrets(self) -> tuple[str | None, ...]:
-        """Every secret of the client as it is now: its key and its authorizer's (a token may
-        come during a call)."""
-        return (self.secret, *(self.authorizer.secrets if self.authorizer is not None else ()))
+        """Every secret of the client as it is now (``_secrets``)."""
+        return _secrets(self.secret, self.authorizer)
 
     async def stream(
         self, prepare: Callable[[], Awaitable[Call]]
@@ -311,10 +317,10 @@ class TraceStep:
         Raises:
             AbortedError: the call's signal fired while writing.
         """
-        secrets = (self.secret, *(self.authorizer.secrets if self.authorizer else ()))
         with abortable(call.signal, self.client):
             await self._write(call, [*call.plan.messages, assistant],
-                              call.log.turn(call.started, None), secrets)
+                              call.log.turn(call.started, None),
+                              _secrets(self.secret, self.authorizer))
 
     async def failed(self, call: Call, error: MMSPError, secrets: tuple[str | None, ...]) -> None:
         """Write the trace of ``call``, which failed with ``error`` (already redacted): its

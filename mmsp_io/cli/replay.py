@@ -43,14 +43,12 @@ def run(args: argparse.Namespace, printer: StreamPrinter) -> int:
         if not 200 <= cassette.status <= 299:
             raise _answer_error(cassette.client_type, cassette.protocol, cassette.status,
                                 cassette_headers(cassette), cassette.body)
-        data = cassette.body
         chunks = _decoded([chunk.data for chunk in cassette.chunks],
                           cassette.header("content-encoding"), args.file)
     elif source is None:
         raise CassetteError(f"{args.file} is no cassette: a recorded body needs --source")
     if args.chunk_size is not None:
-        data = b"".join(chunks)
-        chunks = (data[i : i + args.chunk_size] for i in range(0, len(data), args.chunk_size))
+        chunks = _recut(chunks, args.chunk_size)
     for event in adapters.decode(source, chunks, strict=args.strict):
         printer.event(event)
     return 0
@@ -64,6 +62,19 @@ def _answer_error(
     if adapters.protocol_traits(protocol).upstream_errors:
         return adapters.upstream_http_error(client, status, body)
     return adapters.provider_http_error(client, status, headers, body, now=time.time())
+
+
+def _recut(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
+    """``chunks`` cut again into pieces of ``size`` bytes (the last one shorter), holding no
+    more than one chunk and one piece at a time."""
+    pending = b""
+    for chunk in chunks:
+        data = pending + chunk
+        whole = len(data) - len(data) % size
+        yield from (data[i : i + size] for i in range(0, whole, size))
+        pending = data[whole:]
+    if pending:
+        yield pending
 
 
 def _decoded(chunks: list[bytes], coding: str | None, name: str) -> Iterator[bytes]:

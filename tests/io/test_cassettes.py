@@ -9,6 +9,8 @@ asyncio and trio.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import subprocess
 import sys
@@ -298,6 +300,30 @@ async def test_the_replay_command_raises_the_error_a_cassette_holds(tmp_path: Pa
     assert result.returncode == 1
     assert result.stderr.startswith("mmsp-sansio replay: ProviderHTTPError: ")
     assert "Bad request here." in result.stderr
+
+
+async def test_a_gzip_coded_cassette_replays_in_the_simulator_and_the_command(
+    tmp_path: Path
+) -> None:
+    async with Simulator.running(api_key=KEY) as sim, \
+            _client(sim, "openai-chat", record_to=tmp_path / "plain") as client:
+        plain_events = await _public(client, text="Say hello")
+    (plain,) = _cassette_files(tmp_path / "plain")
+    document = json.loads(plain.read_text(encoding="utf-8"))
+    packed = gzip.compress(read_cassette(plain).body)
+    document["response"]["headers"].append(["content-encoding", "gzip"])
+    document["response"]["chunks"] = [
+        {"s": 0.0, "data": base64.b64encode(part).decode()} for part in (packed[:25], packed[25:])]
+    (tmp_path / "coded").mkdir()
+    (tmp_path / "coded" / "coded.json").write_text(json.dumps(document), encoding="utf-8")
+    async with Simulator.running(api_key=KEY, cassettes=tmp_path / "coded") as sim, \
+            _client(sim, "openai-chat") as client:
+        assert await _public(client, text="Say hello") == plain_events
+    coded = _run_replay(str(tmp_path / "coded" / "coded.json"))
+    assert coded.returncode == 0, coded.stderr
+    assert coded.stdout == _run_replay(str(plain)).stdout
+    assert _run_replay("--chunk-size", "2", str(tmp_path / "coded" / "coded.json")).stdout == \
+        coded.stdout
 
 
 def test_the_replay_command_needs_a_source_for_a_body_that_is_no_cassette(

@@ -10,6 +10,7 @@ So the public stream must give back exactly the items, usage and finish reason s
 from __future__ import annotations
 
 import gc
+import json
 import socket
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -172,6 +173,16 @@ def done_items(events: list[UniEvent]) -> list[DoneItem]:
 def traces(tmp_path: Path) -> list[Path]:
     root = tmp_path / "traces"
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def assert_failed_trace(tmp_path: Path, error: MMSPError | None) -> None:
+    """The failed call left its trace (08 D78): the two files of trace_id ``e2e/turn``, with
+    ``error``."""
+    root = tmp_path / "traces"
+    assert [p.relative_to(root).as_posix() for p in traces(tmp_path)] == ["e2e/turn.json",
+                                                                          "e2e/turn.txt"]
+    document = json.loads((root / "e2e" / "turn.json").read_text(encoding="utf-8"))
+    assert (document["outcome"], document["error"]["type"]) == ("error", type(error).__name__)
 
 
 async def wait_disconnect(sim: Simulator) -> None:
@@ -371,7 +382,7 @@ async def test_http_errors_carry_the_providers_error(
     assert error.request_id == "req_sim_1"
     assert error.retry_after == 7
     assert error.retryable == (status != 401)
-    assert traces(tmp_path) == []
+    assert_failed_trace(tmp_path, error)
 
 
 async def test_a_wrong_key_is_refused_and_never_shown(protocol: str, tmp_path: Path) -> None:
@@ -420,7 +431,7 @@ async def test_a_body_cut_mid_stream(protocol: str, tmp_path: Path) -> None:
     assert all(e.event_type == "delta" for e in events)
     assert len(sim.requests) == 1  # events were yielded: nothing is retried (08 D21)
     assert sim.disconnects == []  # the simulator closed, not the client
-    assert traces(tmp_path) == []
+    assert_failed_trace(tmp_path, error)
 
 
 async def test_an_in_stream_error_event(protocol: str, tmp_path: Path) -> None:
@@ -434,7 +445,7 @@ async def test_an_in_stream_error_event(protocol: str, tmp_path: Path) -> None:
     assert error.retryable  # an overload
     assert events and all(e.event_type == "delta" for e in events)
     assert len(sim.requests) == 1
-    assert traces(tmp_path) == []
+    assert_failed_trace(tmp_path, error)
 
 
 # -- timeouts --------------------------------------------------------------------------------
@@ -509,7 +520,7 @@ async def test_a_stall_trips_the_named_timeout(
     assert error.which == which
     assert error.retryable
     assert all(e.event_type == "delta" for e in events)
-    assert traces(tmp_path) == []
+    assert_failed_trace(tmp_path, error)
 
 
 @pytest.mark.parametrize("stall", ["before_headers", "half"])
@@ -654,6 +665,9 @@ async def test_abort_midway_closes_the_connection_and_leaves_no_trace(
         assert len(events) == 1  # nothing after the abort
     assert events and all(e.event_type == "delta" for e in events)
     assert sim.disconnects == sim.requests[:1]
-    assert traces(tmp_path) == []
+    # The aborted turn (trace_id "e2e/turn") wrote nothing (08 D20); the next one, without a
+    # trace_id, is traced under a made id, as every call is with an explicit trace_dir (08 D78).
+    written = traces(tmp_path)
+    assert len(written) == 2 and all(p.parent == tmp_path / "traces" for p in written)
     # Only the turn after the abort is in the history.
     assert [m.role for m in client.get_history()] == ["user", "assistant"]
