@@ -204,3 +204,44 @@ async def test_a_missing_trace_is_said_so_on_the_page(browser: Any, tmp_path: Pa
     async with TracePage(tmp_path).running() as server:
         shown = await anyio.to_thread.run_sync(show_a_missing_trace, browser, server.url)
     assert shown == "No trace file missing.json."
+
+
+def show_a_failed_turn(driver: Any, url: str) -> dict[str, str]:
+    driver.get(url + "/trace/failed")
+    wait_for(driver, ".failure")
+    shown = {css: one(driver, css).text for css in (
+        ".timeline .outcome", ".timeline .first-event", ".timeline .duration",
+        ".timeline .attempts", ".failure h2", ".failure .error-message", ".system-prompt .text",
+        ".partial-item")}
+    shown["attempt-list"] = " | ".join(e.text for e in every(driver, ".attempt-list li"))
+    shown["fields"] = one(driver, ".failure .error-fields").text
+    return shown
+
+
+async def test_a_failed_turn_shows_its_timeline_error_and_system_prompt(
+    browser: Any, tmp_path: Path,
+) -> None:
+    error = {"type": "StreamTimeoutError", "message": "no byte for 30 s <i>idle</i>",
+             "client": "openai-chat", "timeout": "idle"}
+    document = {
+        "history": [{"role": "user", "content_items": [{"type": "text.done", "text": "Hi"}]}],
+        "config": {"model": "gpt-test", "system_prompt": "Be *brief* <b>always</b>"},
+        "timestamp": "2026-12-04T01:00:00+00:00",
+        "outcome": "error", "error": error,
+        "partial": [{"type": "text.delta", "text": "Hel"}],
+        "attempts": [{"started_s": 0.0, "error": None}], "first_event_s": 0.25,
+        "duration_s": 30.5,
+    }
+    (tmp_path / "failed.json").write_text(json.dumps(document))
+    async with TracePage(tmp_path).running() as server:
+        shown = await anyio.to_thread.run_sync(show_a_failed_turn, browser, server.url)
+    assert shown == {
+        ".timeline .outcome": "error", ".timeline .first-event": "0.250 s",
+        ".timeline .duration": "30.5 s", ".timeline .attempts": "1",
+        ".failure h2": "ERROR · STREAMTIMEOUTERROR",  # the heading's style: upper case
+        ".failure .error-message": "no byte for 30 s <i>idle</i>",
+        ".system-prompt .text": "Be *brief* <b>always</b>",  # as written, never markup
+        ".partial-item": "text.delta: Hel",
+        "attempt-list": "at 0.000 s: streamed",
+        "fields": json.dumps(error, indent=2),
+    }

@@ -21,8 +21,11 @@ import httpx
 import pytest
 from tracesample import ANSWER, SAMPLE_ID, write_sample
 
+from adapters import list_supported_models, price
+from mmsp_core import TextDone, UniConfig, UniMessage, UsageMetadata
 from mmsp_io import cli, traces
 from mmsp_io.httpserver import HTTPServer
+from mmsp_io.tracer import write_trace
 from mmsp_io.traces import TracePage
 
 pytestmark = pytest.mark.anyio
@@ -474,3 +477,117 @@ async def test_a_loopback_server_answers_only_a_loopback_host(
     # A web page whose name was rebound to 127.0.0.1 sends its own name as Host.
     answer, _ = await raw_get(page, "/api/traces", host=host)
     assert answer == status
+
+
+# -- the list's summary, the search, the mount ----------------------------------------------------
+
+
+def write_failed(root: Path, trace_id: str = "failed/one") -> None:
+    """A failed turn, as a traced call that failed writes it (``mmsp_io.tracer``)."""
+    question = UniMessage("user", (TextDone("Summarise the quarterly report"),))
+    error = {"type": "ProviderHTTPError", "message": "upstream said no: quota exceeded",
+             "client": "openai-chat", "status": 429}
+    write_trace(root, trace_id, "openai-chat", "gpt-failing", [question],
+                UniConfig(system_prompt="You are terse."),
+                turn={"outcome": "error", "error": error,
+                      "partial": [{"type": "text.delta", "text": "The report"}],
+                      "attempts": [{"started_s": 0.0, "error": error},
+                                   {"started_s": 0.5, "error": error}],
+                      "first_event_s": None, "duration_s": 1.25})
+
+
+async def test_the_list_summarises_each_turn(page: HTTPServer, root: Path) -> None:
+    write_failed(root)
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        listing = (await http.get("/api/traces")).json()
+    summaries = {trace["id"]: trace["summary"] for trace in listing["traces"]}
+    sample = summaries[SAMPLE_ID]
+    # A trace written before the turn's keys: a stop, so "ok"; its times unknown.
+    assert sample == {"model": "gpt-test", "time": sample["time"], "duration_s": None,
+                      "first_event_s": None, "attempts": None, "tokens": 63, "cost": None,
+                      "outcome": "ok"}
+    assert sample["time"] == json.loads((root / f"{SAMPLE_ID}.json").read_text())["timestamp"]
+    assert summaries["failed/one"] == {
+        "model": "gpt-failing", "time": summaries["failed/one"]["time"], "duration_s": 1.25,
+        "first_event_s": None, "attempts": 2, "tokens": None, "cost": None,
+        "outcome": "ProviderHTTPError"}
+
+
+async def test_the_cost_is_the_catalogs_price_when_the_trace_names_model_and_endpoint(
+    tmp_path: Path,
+) -> None:
+    catalog = next(entry for entry in list_supported_models() if entry.pricing is not None)
+    usage = {"cached_tokens": 1000, "prompt_tokens": 20_000, "thoughts_tokens": 3000,
+             "response_tokens": 500}
+    answer = {"role": "assistant", "content_items": [{"type": "text.done", "text": "ok"}],
+              "usage_metadata": usage, "finish_reason": "stop"}
+    for name, base_url in (("priced", catalog.base_url), ("elsewhere", "http://127.0.0.1:9/v1")):
+        document = {"history": [answer], "config": {"model": catalog.model},
+                    "base_url": base_url, "timestamp": "2026-12-04T01:00:00+01:00"}
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+    async with TracePage(tmp_path).running() as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        listing = (await http.get("/api/traces")).json()
+    costs = {trace["id"]: trace["summary"]["cost"] for trace in listing["traces"]}
+    assert catalog.pricing is not None
+    expected = price(UsageMetadata(1000, 20_000, 3000, 500), catalog.pricing)
+    assert costs == {"priced": pytest.approx(expected, abs=1e-6), "elsewhere": None}
+    assert expected > 0
+
+
+@pytest.mark.parametrize(("query", "found"), [
+    ("", {SAMPLE_ID, "failed/one"}),
+    ("gpt-failing", {"failed/one"}),  # the model
+    ("QUOTA exceeded", {"failed/one"}),  # the error, case-insensitive, every word
+    ("terse", {"failed/one"}),  # the system prompt
+    ("the report", {"failed/one"}),  # what arrived before the error
+    ("light rain", {SAMPLE_ID}),  # a tool's result
+    ("paris celsius", {SAMPLE_ID}),  # text and a call's arguments
+    ("weather run", {SAMPLE_ID}),  # the id
+    ("paris quota", set()),
+])
+async def test_the_search_finds_model_text_and_error(
+    page: HTTPServer, root: Path, query: str, found: set[str],
+) -> None:
+    write_failed(root)
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        for _ in range(2):  # the second time from the summaries kept
+            listing = (await http.get("/api/traces", params={"q": query})).json()
+            assert {trace["id"] for trace in listing["traces"]} == found
+
+
+async def test_a_search_too_long_is_refused(page: HTTPServer) -> None:
+    async with httpx.AsyncClient(base_url=page.url) as http:
+        answer = await http.get("/api/traces", params={"q": "x" * 201})
+    assert answer.status_code == 400
+    assert "at most 200" in error_of(answer.content)
+
+
+async def test_a_file_that_is_no_trace_is_listed_without_a_summary(root: Path) -> None:
+    (root / "notes.json").write_text('{"history": "not a list"}')
+    async with TracePage(root).running() as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        listing = (await http.get("/api/traces")).json()
+        searched = (await http.get("/api/traces", params={"q": "notes"})).json()
+    assert {t["id"]: t["summary"] for t in listing["traces"]}["notes"] is None
+    assert [t["id"] for t in searched["traces"]] == ["notes"]
+
+
+async def test_a_page_mounted_under_a_prefix_serves_and_links_under_it(root: Path) -> None:
+    async with TracePage(root, prefix="/tracer").running() as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        home = await http.get("/tracer/")
+        listing = (await http.get("/tracer/api/traces")).json()
+        one = (await http.get(f"/tracer/api/trace/{quote(SAMPLE_ID)}")).json()
+        outside = await http.get("/api/traces")
+    assert b'<body data-base="/tracer">' in home.content
+    assert b'<script src="/tracer/page.js"' in home.content
+    assert listing["traces"][0]["json"] == "/tracer/raw/agents/weather%20run.1.json"
+    assert one["raw"] == "/tracer/raw/agents/weather%20run.1.json"
+    assert outside.status_code == 404
+
+
+@pytest.mark.parametrize("prefix", ["tracer", "/tracer/", "/../x", "/a b"])
+def test_a_prefix_is_slash_separated_names(tmp_path: Path, prefix: str) -> None:
+    with pytest.raises(ValueError, match="prefix"):
+        TracePage(tmp_path, prefix=prefix)
