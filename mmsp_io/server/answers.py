@@ -19,10 +19,12 @@ from mmsp_core.wire import to_wire
 __all__ = ["JSON", "SSE_HEADERS", "Answer", "json_answer", "refusal", "wire_error"]
 
 JSON: Final = "application/json"
-#: The head of a stream's answer (07 §4); the front doors add theirs (08 D73).
+#: The head of a stream's answer (07 §4); the front doors add theirs (08 D73). A proxy that
+#: buffers responses (nginx, an ingress) is told not to hold a stream's events back.
 SSE_HEADERS: Final = (
     ("content-type", "text/event-stream; charset=utf-8"),
     ("cache-control", "no-cache"),
+    ("x-accel-buffering", "no"),
 )
 
 

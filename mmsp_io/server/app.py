@@ -94,6 +94,7 @@ async def serve(
                 try:
                     yield server
                 finally:
+                    gateway.draining = True  # GET /readyz: 503 (health)
                     tasks.start_soon(_abort_after, gateway, grace)
             tasks.cancel_scope.cancel()
     except BaseExceptionGroup as group:

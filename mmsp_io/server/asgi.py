@@ -169,6 +169,7 @@ class ASGIApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.gateway.draining = True  # GET /readyz: 503 (health)
                 await self.gateway.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -14,9 +14,11 @@ which names the row the same way.
 
 Three optional objects tune the gateway:
 
-- ``metrics``: ``{"show_errors": bool}``. ``GET /v1/metrics`` leaves out the error texts of
-  failed calls unless ``show_errors`` is true (08 D75): every token holder reads the metrics,
-  and an error text may tell one caller about another's request.
+- ``metrics``: ``{"show_errors": bool, "token": str}``. ``GET /v1/metrics`` leaves out the
+  error texts of failed calls unless ``show_errors`` is true (08 D75): every token holder reads
+  the metrics, and an error text may tell one caller about another's request. ``token`` (may
+  be an environment reference) is the bearer token of ``GET /metrics`` on a server listening
+  at a non-loopback address (``health``).
 - ``remote_images``: ``{"enabled", "allow_private", "allow_hosts", "max_image_bytes",
   "max_total_bytes"}``, the rows' ``mmsp_io.RemoteImages``: which http(s) images a caller
   names are fetched for the client types that send images as bytes (08 D37). Absent, nothing
@@ -91,7 +93,7 @@ _PERIODS: Final = ("day", "month")
 _STORE: Final = ("redis_url", "on_error", "timeout_s")
 _ON_ERROR: Final = ("closed", "open")
 _SHA256: Final = re.compile(r"[0-9a-fA-F]{64}")
-_METRICS: Final = ("show_errors",)
+_METRICS: Final = ("show_errors", "token")
 #: ``connections`` keys and the ``httpserver.Limits`` fields they set.
 _CONNECTIONS: Final = {"max": "max_connections", "head_timeout_s": "head_timeout",
                        "body_timeout_s": "body_timeout"}
@@ -204,6 +206,8 @@ class ServerConfig:
     keys: tuple[KeyRow, ...] = ()
     #: ``store``: ``None``, the counts are the process's own (08 D76).
     store: StoreSettings | None = None
+    #: ``metrics.token``: the bearer token of ``GET /metrics`` off loopback (module doc).
+    metrics_token: str | None = attrs.field(default=None, repr=False)
 
     @property
     def open(self) -> bool:
@@ -294,7 +298,8 @@ def resolve_config(
                         remote_images=_remote_images(document, fail),
                         connections=_connections(document, fail),
                         keys=_keys(document.get("keys"), tokens, seen, env, fail),
-                        store=_store(document, env, fail))
+                        store=_store(document, env, fail),
+                        metrics_token=_metrics_token(metrics, env, fail))
 
 
 def _known(mapping: Mapping[Any, Any], where: str, keys: tuple[str, ...], fail: _Fail) -> None:
@@ -316,6 +321,17 @@ def _section(
         raise fail(f"{name} must be an object.")
     _known(section, name, keys, fail)
     return section
+
+
+def _metrics_token(metrics: Mapping[str, Any], env: Mapping[str, str],
+                   fail: _Fail) -> str | None:
+    """``metrics.token``, its reference resolved; ``None`` when absent."""
+    token = metrics.get("token")
+    if token is None:
+        return None
+    if not isinstance(token, str) or not token:
+        raise fail("metrics.token must be a non-empty string.")
+    return _resolve(token, "metrics.token", env, fail)
 
 
 def _flag(section: Mapping[str, Any], cell: str, default: bool, fail: _Fail) -> bool:

@@ -17,7 +17,8 @@ when the caller leaves. Nothing here knows which front end runs it.
    either a whole ``Answer`` (a refusal, the model list, the metrics), a ``StreamCall`` (the
    row and the request's messages and config, forwarded as sent) or a ``FrontCall``: a request
    at a front door (``doors``, 08 D73), read by the door of the protocol whose route it is, its
-   refusals in that protocol's error body.
+   refusals in that protocol's error body. The operator's routes outside ``/v1``
+   (``/healthz``, ``/readyz``, ``/metrics``) are answered before it (``health``).
 2. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
    by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
    waits for the buffer to empty and is then held alone). The *producer* first refuses the
@@ -118,8 +119,10 @@ from .doors import (
     ignored_fields_header,
     model_list,
 )
+from .health import operational_answer
 from .limits import limiter_for
 from .metrics import Metrics, Tally
+from .prometheus import prometheus_for
 
 __all__ = ["MAX_BODY_BYTES", "Answer", "FrontCall", "Gateway", "Output", "StreamCall", "refusal",
            "wire_error"]
@@ -384,8 +387,13 @@ class Gateway:
         for index, row in enumerate(self.config.models):
             self._clients[row.server_model_id] = self._client(
                 index, row, trace_dir=trace_dir, timeouts=timeouts, max_retries=max_retries)
-        self.limits = limiter_for(self.config, {
-            row: self._clients[row.server_model_id].base_url for row in self.config.models})
+        base_urls = {row: self._clients[row.server_model_id].base_url
+                     for row in self.config.models}
+        self.limits = limiter_for(self.config, base_urls)
+        #: ``GET /metrics``'s counts; ``None`` without prometheus-client (``health``).
+        self.prometheus = prometheus_for(self.config, base_urls)
+        #: Set when the server begins to shut down: ``GET /readyz`` answers 503 (``health``).
+        self.draining = False
         self.metrics = Metrics([row.server_model_id for row in self.config.models],
                                wall=time.time, monotonic=time.monotonic,
                                show_errors=self.config.show_errors)
@@ -431,6 +439,8 @@ class Gateway:
         for http in self._http:
             await http.aclose()
         await self.limits.aclose()
+        if self.prometheus is not None:
+            self.prometheus.close()
 
     # -- step 1: decide ----------------------------------------------------------------------
 
@@ -556,10 +566,13 @@ class Gateway:
             anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while
                 a whole answer or the stream's head was being sent.
         """
-        decision = self.decide(request, local_host=local_host)
+        decision = (await operational_answer(self, request, local_host)
+                    or self.decide(request, local_host=local_host))
         if not isinstance(decision, Answer):
             refused = await self.limits.admit(decision.key)  # 08 D75, before any upstream call
             if refused is not None:
+                if self.prometheus is not None:
+                    self.prometheus.refused(refused.reason, decision.key)
                 door = decision.door if isinstance(decision, FrontCall) else None
                 answer = _refusal(door, refused.status, refused.error_type, refused.message)
                 decision = attrs.evolve(answer, headers=answer.headers + refused.headers)
@@ -583,10 +596,13 @@ class Gateway:
     ) -> AsyncIterator[_Flight]:
         """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
         ``"client disconnected"`` first when the caller left before it had the whole answer,
-        its tally ends with the outcome, and the usage of its stop, if one was sent, counts
-        against ``key``'s limits (08 D75; shielded, within the store's timeout)."""
+        its tally ends with the outcome (counted for Prometheus too, ``prometheus``), and the
+        usage of its stop, if one was sent, counts against ``key``'s limits (08 D75; shielded,
+        within the store's timeout)."""
         flight = _Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
         self._signals.add(flight.signal)
+        if self.prometheus is not None:
+            self.prometheus.began(row)
         try:
             yield flight
         finally:
@@ -597,7 +613,9 @@ class Gateway:
                 flight.signal.abort("client disconnected")
             flight.signal.abort("request ended")
             self._signals.discard(flight.signal)
-            flight.tally.end(client_gone=gone)
+            outcome = flight.tally.end(client_gone=gone)
+            if self.prometheus is not None:
+                self.prometheus.ended(row, key, flight.tally, outcome)
             with anyio.CancelScope(shield=True):
                 await self.limits.settle(key, row, flight.tally.usage)
 

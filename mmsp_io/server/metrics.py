@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, final
 
 from mmsp_core.model import UsageMetadata
 
-__all__ = ["Metrics", "Tally"]
+__all__ = ["Metrics", "Outcome", "Tally"]
 
 _LATENCY_SAMPLES: Final = 1000
 _ERRORS_KEPT: Final = 100
@@ -119,8 +119,9 @@ class Tally:
         """Note the error event sent (or the cancellation) that ended the stream."""
         self.error = message
 
-    def end(self, *, client_gone: bool) -> None:
-        """Close the request's record: a disconnect, a success or a failure (module doc)."""
+    def end(self, *, client_gone: bool) -> Outcome:
+        """Close the request's record: a disconnect, a success or a failure (module doc),
+        which it returns."""
         outcome: Outcome
         if client_gone:
             outcome = "disconnect"
@@ -129,6 +130,7 @@ class Tally:
         else:
             outcome = "failure"
         self._metrics._end(self, outcome)
+        return outcome
 
 
 @final
