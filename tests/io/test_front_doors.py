@@ -685,6 +685,26 @@ async def test_an_upstream_that_fails_before_its_first_event_is_an_http_error(
     assert_error_body(protocol, limited)
 
 
+@STREAMS
+@pytest.mark.parametrize("protocol", DOORS)
+async def test_a_value_the_rows_client_refuses_is_a_400_naming_it(
+    protocol: str, stream: bool, front: str, tmp_path: Path
+) -> None:
+    """The door maps ``temperature``; the row's client refuses it for its model before any
+    request (as GPT-6 does): a 400 in the protocol's error body, ``param`` naming it."""
+    async with Simulator.running() as sim:
+        row = {**config(sim, ["openai-responses"])["models"][0], "server_model_id": "gpt",
+               "model_id": "gpt-6", "client_type": "openai-official"}
+        gate = Gateway({"models": [row], "api_keys": [TOKEN]}, timeouts=RELAXED,
+                       max_retries=0, trace_dir=tmp_path / "traces")
+        body = request_body(protocol, "gpt", stream=stream, temperature=0.5)
+        async with running(gate, front) as origin, httpx.AsyncClient() as http:
+            answer = await http.post(door_url(protocol, origin), json=body, headers=AUTH)
+    assert answer.status_code == 400
+    assert "temperature" in assert_error_body(protocol, answer, "temperature")
+    assert sim.requests == []
+
+
 @pytest.mark.parametrize("protocol", DOORS)
 async def test_a_stream_aborted_at_shutdown_ends_with_the_protocols_error(
     protocol: str, front: str, tmp_path: Path
