@@ -9,9 +9,13 @@ under asyncio or trio, apart from the MMSP server: the gateway serves only the r
 
 Theory of operation
 -------------------
-The page itself is static: ``page.html``, ``page.css`` and ``page.js`` beside this module,
-with no build step. The script asks two JSON routes for what to show and builds the view
-with DOM calls (``textContent``, never markup from a trace):
+The page itself is static: ``page.html``, ``page.css``, ``page.js`` and ``markdown.js`` beside
+this module, with no build step. The script asks two JSON routes for what to show and builds
+the view with DOM calls (``textContent``, never markup from a trace); a message's text is
+rendered by ``markdown.js`` as a small markdown subset (paragraphs, code blocks, inline code,
+emphasis, lists, links to http(s) addresses only) into elements and text nodes, never markup.
+A trace's view shows its turn: the timeline (first event, duration, each attempt), a failed
+turn's error in full and what arrived before it, and the system prompt:
 
 - ``GET /``: the page, listing the traces;
 - ``GET /trace/<id>``: the same page, showing the conversation of trace ``<id>`` (the file
@@ -20,10 +24,11 @@ with DOM calls (``textContent``, never markup from a trace):
   "modified", "too_large", "summary"}, ...], "truncated", "skipped": [{"path", "reason"},
   ...], "skipped_count"}``, newest first, at most ``max_listed`` entries; ``too_large`` marks
   a trace over ``max_trace_bytes`` (shown only raw, without a summary), and ``skipped`` names
-  what the walk could not list. ``summary`` is what the list shows of the turn (``_summary``:
-  model, time, duration, tokens, cost, outcome), ``null`` for a file that is no trace. With
-  ``q``, only the traces holding every word of it (case-insensitive) in their id, model,
-  error, system prompt or the text of their messages are listed (``_matches``);
+  what the walk could not list. ``summary`` is what the list shows of the turn
+  (``_summary.summary``: model, time, duration, tokens, cost, outcome), ``null`` for a file
+  that is no trace. With ``q``, only the traces holding every word of it (case-insensitive)
+  in their id, model, error, system prompt or the text of their messages are listed
+  (``_summary.matches``);
 - ``GET /api/trace/<id>``: ``{"id", "raw", "transcript", "trace"}``, the trace document with
   its messages legacy-normalised (spec 01 §9) and the links of its two files;
 - ``GET /raw/<file>``: a ``.json`` or ``.txt`` file of the directory as it is stored.
@@ -71,7 +76,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -81,13 +86,12 @@ from urllib.parse import parse_qs, quote, unquote
 import anyio
 import anyio.to_thread
 
-from adapters import BadField, catalog_pricing, loads_object, price
-from mmsp_core.errors import MMSPError
+from adapters import BadField, loads_object
 from mmsp_core.messages import normalize_legacy_messages
-from mmsp_core.wire import usage_from_wire
 
 from .. import httpserver
 from ..tracer import MAX_TRACE_ID_SEGMENTS
+from . import _summary
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_MAX_TRACE_BYTES", "DEFAULT_PORT", "SECURITY_HEADERS",
            "TracePage", "run"]
@@ -127,12 +131,8 @@ _SKIPPED_NAMED: Final = 100
 _LIMITS: Final = httpserver.Limits(max_body_bytes=0)
 #: The longest search query, in characters.
 _MAX_QUERY: Final = 200
-#: The longest model id or error type a summary keeps, in characters.
-_MAX_NAME: Final = 200
 #: A prefix the page may be mounted under: ``/name`` segments of letters, digits, ``_``, ``-``.
 _PREFIX: Final = re.compile(r"(/[A-Za-z0-9_-]+)*")
-#: The counts of a usage object (spec 01 §6).
-_USAGE_COUNTS: Final = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 
 
 @final
@@ -375,12 +375,12 @@ class TracePage:
                 summary = cached[2]
             else:
                 document = None if too_large else self._readable(relative)
-                summary = None if document is None else _summary(document)
+                summary = None if document is None else _summary.summary(document)
             summaries[relative] = (info.st_size, info.st_mtime_ns, summary)
             if words:
                 if document is None and summary is not None:
                     document = self._readable(relative)
-                if not _matches(trace_id, document, words):
+                if not _summary.matches(trace_id, document, words):
                     continue
             entries.append((info.st_mtime, {
                 "id": trace_id,
@@ -458,95 +458,6 @@ class _Walk:
                     else:
                         self.skip(shown, "leads outside the trace directory or to no file")
             pending.extend(reversed(subdirectories))
-
-
-def _summary(document: Mapping[str, Any]) -> dict[str, Any]:
-    """What the list shows of a trace document (the tracer's keys, ``mmsp_io.tracer``):
-    ``model``, ``time`` (its timestamp), ``duration_s``, ``first_event_s``, ``attempts``
-    (their count), ``tokens`` (the turn's usage: every count of the last assistant message of
-    a turn that ended at its stop, added), ``cost`` (USD, ``adapters.price`` at the catalog's
-    price of the model at the base URL, when the trace names both and the catalog prices it;
-    08 D75) and ``outcome`` (``"ok"``, or the error's type). A key the trace does not hold, or
-    holds as another type, is ``None``; a trace written before the tracer kept the turn's keys
-    was written at a stop, so its outcome is ``"ok"``."""
-    config = document.get("config")
-    config = config if isinstance(config, Mapping) else {}
-    model = _text(config.get("model"))
-    base_url = _text(document.get("base_url")) or _text(config.get("base_url"))
-    error = document.get("error")
-    failed = document.get("outcome") == "error"
-    usage = None
-    history = document["history"]
-    last = history[-1] if history else None
-    if not failed and isinstance(last, Mapping) and last.get("role") == "assistant":
-        usage = last.get("usage_metadata")
-    tokens = cost = None
-    if isinstance(usage, Mapping):
-        counts = [usage.get(key) for key in _USAGE_COUNTS]
-        tokens = sum(n for n in counts if isinstance(n, int) and not isinstance(n, bool))
-        pricing = catalog_pricing(model, base_url) if model and base_url else None
-        if pricing is not None:
-            with contextlib.suppress(MMSPError):  # a count of another type: no cost
-                read = usage_from_wire(usage)
-                cost = None if read is None else round(price(read, pricing), 6)
-    attempts = document.get("attempts")
-    return {
-        "model": model[:_MAX_NAME] if model else None,
-        "time": _text(document.get("timestamp")),
-        "duration_s": _seconds(document.get("duration_s")),
-        "first_event_s": _seconds(document.get("first_event_s")),
-        "attempts": len(attempts) if isinstance(attempts, list) else None,
-        "tokens": tokens,
-        "cost": cost,
-        "outcome": ((_text(error.get("type")) or "error")[:_MAX_NAME]
-                    if failed and isinstance(error, Mapping) else "error" if failed else "ok"),
-    }
-
-
-def _matches(trace_id: str, document: Mapping[str, Any] | None, words: list[str]) -> bool:
-    """Whether every one of ``words`` (case-folded) is in the trace's id, its model, its
-    error, its system prompt or the text of its messages (text, thinking, tool calls and
-    results, and what arrived before an error); of a file that is no trace, only the id."""
-    haystack = "\n".join(_searched(trace_id, document)).casefold()
-    return all(word in haystack for word in words)
-
-
-def _searched(trace_id: str, document: Mapping[str, Any] | None) -> Iterator[str]:
-    """The texts of a trace a search looks into (``_matches``)."""
-    yield trace_id
-    if document is None:
-        return
-    config = document.get("config")
-    if isinstance(config, Mapping):
-        yield from (value for value in (config.get("model"), config.get("system_prompt"))
-                    if isinstance(value, str))
-    error = document.get("error")
-    if isinstance(error, Mapping):
-        yield json.dumps(error, ensure_ascii=False)
-    lists = [message.get("content_items") for message in
-             normalize_legacy_messages(document["history"]) if isinstance(message, Mapping)]
-    lists.append(document.get("partial"))
-    items = [item for found in lists if isinstance(found, list)
-             for item in found if isinstance(item, Mapping)]
-    for item in items:
-        for key in ("text", "thinking", "name"):
-            if isinstance(item.get(key), str):
-                yield item[key]
-        arguments = item.get("arguments")
-        if arguments is not None:
-            yield arguments if isinstance(arguments, str) else json.dumps(arguments,
-                                                                          ensure_ascii=False)
-
-
-def _text(value: Any) -> str | None:
-    """``value`` when it is a non-empty string, else ``None``."""
-    return value if isinstance(value, str) and value else None
-
-
-def _seconds(value: Any) -> float | None:
-    """``value`` when it is a number of seconds (not a bool), else ``None``."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
 
 
 def _query(query: str) -> str:

@@ -591,3 +591,22 @@ async def test_a_page_mounted_under_a_prefix_serves_and_links_under_it(root: Pat
 def test_a_prefix_is_slash_separated_names(tmp_path: Path, prefix: str) -> None:
     with pytest.raises(ValueError, match="prefix"):
         TracePage(tmp_path, prefix=prefix)
+
+
+async def test_numbers_json_or_a_float_cannot_carry_leave_the_summary_blank(
+    tmp_path: Path,
+) -> None:
+    catalog = next(entry for entry in list_supported_models() if entry.pricing is not None)
+    huge = "1" + "0" * 400  # an integer no float holds
+    text = ('{"history": [{"role": "assistant", "content_items": [], "usage_metadata": '
+            f'{{"prompt_tokens": {huge}}}}}], "config": {{"model": "{catalog.model}"}}, '
+            f'"base_url": "{catalog.base_url}", "duration_s": NaN, '
+            f'"first_event_s": {huge}, "attempts": [], "outcome": "stop"}}')
+    (tmp_path / "odd.json").write_text(text)
+    async with TracePage(tmp_path).running() as server, \
+            httpx.AsyncClient(base_url=server.url) as http:
+        answer = await http.get("/api/traces")
+    assert answer.status_code == 200
+    summary = answer.json()["traces"][0]["summary"]
+    assert (summary["duration_s"], summary["first_event_s"], summary["cost"]) == (None,) * 3
+    assert summary["tokens"] == int(huge)
