@@ -20,7 +20,8 @@ Prometheus spelling (dots as underscores, the unit as a suffix); the gateway's o
   (prompt tokens, the cached among them), ``cache_read`` (cached), ``reasoning`` (thoughts)
   and ``output`` (response); an unreported kind is not observed;
 - ``mmsp_gateway_cost_usd_total{gen_ai_request_model, key}``: dollars, ``adapters.price`` of
-  that usage at the row's price (``limits.row_pricing``); a row without a price adds nothing;
+  that usage at the row's price (``limits.row_pricing``); a row without a price, or a usage
+  whose price is not positive (an upstream reporting negative counts), adds nothing;
 - ``mmsp_gateway_streams_in_flight{gen_ai_request_model}``: requests being answered;
 - ``mmsp_gateway_refusals_total{reason, key}``: requests the keys' limits turned away before
   any upstream call, ``reason`` one of ``rpm``, ``tpm``, ``budget``, ``store``
@@ -147,8 +148,9 @@ class Prometheus:
             if count is not None:
                 self._tokens.labels(model, token_type).observe(count)
         pricing = self._pricing.get(row)
-        if pricing is not None:
-            self._cost.labels(model, key_name).inc(adapters.price(usage, pricing))
+        cost = 0.0 if pricing is None else adapters.price(usage, pricing)
+        if cost > 0:  # an upstream's negative counts never take dollars off
+            self._cost.labels(model, key_name).inc(cost)
 
     def refused(self, reason: str, key: KeyRow | None) -> None:
         """Count a request of ``key`` the limits refused for ``reason``

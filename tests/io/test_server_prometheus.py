@@ -270,3 +270,23 @@ def test_one_scrape_counts_the_requests_of_two_worker_processes(tmp_path: Path) 
                      gen_ai_request_model="openai-chat", outcome="success") == 5
         assert value(scraped, "mmsp_gateway_streams_in_flight",
                      gen_ai_request_model="openai-chat") == 0
+
+
+@pytest.mark.anyio
+async def test_negative_counts_from_an_upstream_take_no_dollars_off(tmp_path: Path) -> None:
+    """A usage priced below zero adds nothing to the cost, and the stream ends whole: a
+    counter refuses a negative amount, and an error while counting the end of a call would
+    cut the caller's stream before its last chunk."""
+    reply = Reply(items=[TextDone(text="Hi")],
+                  usage=UsageMetadata(cached_tokens=0, prompt_tokens=-1000, response_tokens=8))
+    async with Simulator.running(reply) as sim, \
+            running(keyed_gateway(sim, tmp_path), "h11") as origin, \
+            httpx.AsyncClient() as http:
+        _, events = await post_stream(http, origin, stream_body("openai-chat"), TEAM)
+        scraped = samples((await http.get(origin + "/metrics")).text)
+    assert events[-2]["usage_metadata"]["prompt_tokens"] == -1000
+    model = {"gen_ai_request_model": "openai-chat"}
+    assert value(scraped, "mmsp_gateway_requests_total", **model, key="team",
+                 outcome="success") == 1
+    assert ("mmsp_gateway_cost_usd_total", (("gen_ai_request_model", "openai-chat"),
+                                            ("key", "team"))) not in scraped
