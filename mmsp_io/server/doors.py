@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, final
 
 import adapters
-from adapters._front import FrontDoor
+from adapters import FrontDoor
 from mmsp_core.errors import (
     AbortedError,
     InvalidMessageError,

@@ -89,7 +89,7 @@ import anyio.abc
 import attrs
 import httpx
 
-from adapters._front import FrontDoor, FrontRequest
+from adapters import FrontDoor, FrontRequest
 from mmsp_core.errors import (
     AbortedError,
     IncompleteStreamError,

@@ -29,7 +29,7 @@ import pytest
 from serverkit import AUTH, FRONTS, RELAXED, TOKEN, client_type_of, config, running
 
 import adapters
-from adapters._front import FrontDoor
+from adapters import FrontDoor
 from adapters.anthropic_messages.usage import InputCounts, from_message_delta
 from adapters.openai_chat.usage import read_usage
 from adapters.openai_responses.usage import usage_from_wire
