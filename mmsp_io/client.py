@@ -8,9 +8,9 @@ What happens on a call (spec 02 §8-§9, 08 D20-D22, D24, D27, D37, D38, D47, D7
 2. An already aborted signal raises ``AbortedError`` without any request.
 3. The ``trace_id`` is checked for containment (08 D24); with ``trace_dir`` given explicitly
    (the argument or ``MMSP_TRACE_DIR``) a call without one is traced under a made id (08
-   D78, ``tracer.new_trace_id``). The plan's remote images are fetched (``mmsp_io._images``,
-   08 D37), and the request built with the credentials and ``default_headers``
-   (``CallPlan.request``).
+   D78, ``tracer.new_trace_id``), but on a gateway's client, which the gateway traces. The
+   plan's remote images are fetched (``mmsp_io._images``, 08 D37), and the request built with
+   the credentials and ``default_headers`` (``CallPlan.request``).
 4. The attempt loop (``mmsp_io._attempts``) streams it, retrying what fails before the first
    event as the retry policy says (``mmsp_io._retry``, 08 D21, D60); at the stop, before it is
    yielded, the trace is written and the stateful turn recorded (its stop steps); a traced
@@ -360,8 +360,10 @@ class AutoLLMClient:
             plan = await self._vertex.prepare(plan)
         if signal is not None and signal.aborted:
             raise AbortedError(client, signal.reason)
-        trace_id = plan.trace_id or (
-            tracer.new_trace_id(self._model) if self._trace_every_call else None)
+        # A gateway's client (no base preflight) leaves its calls to the gateway's traces, as
+        # it forwards their trace_id (07 §7, ``CallPlan.trace_id``).
+        every_call = self._trace_every_call and plan.protocol.traits.base_preflight
+        trace_id = plan.trace_id or (tracer.new_trace_id(self._model) if every_call else None)
         trace = None
         if trace_id:
             tracer.trace_files(self._trace_root, trace_id, client)

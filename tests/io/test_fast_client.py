@@ -189,9 +189,9 @@ async def test_the_gateways_upstream_responses_come_from_the_librarys_transport(
     seen: list[bool] = []
     body_chunks = driver._body_chunks
 
-    def spy(response: httpx.Response) -> Any:
+    def spy(response: httpx.Response, tap: Any = None) -> Any:
         seen.append(BODY_EXTENSION in response.extensions)
-        return body_chunks(response)
+        return body_chunks(response, tap)
 
     monkeypatch.setattr(driver, "_body_chunks", spy)
     async with Simulator.running() as sim:
