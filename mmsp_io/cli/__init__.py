@@ -44,8 +44,8 @@ unreadable file, 130 on Ctrl-C.
 An application beside the client library (docs/architecture.md, "Applications beside the
 library"): ``import mmsp_io`` does not load it. ``main`` and the argument parser are here, the
 stream printing every command shares in ``printer``, and the commands ``demo``, ``chat`` and
-``replay`` in the ``run`` of the modules of those names, as is ``simulate``; ``serve`` and
-``traces`` run ``mmsp_io.server`` and ``mmsp_io.traces``.
+``replay`` in the ``run`` of the modules of those names, as are ``simulate`` and
+``playground``; ``serve`` and ``traces`` run ``mmsp_io.server`` and ``mmsp_io.traces``.
 """
 
 from __future__ import annotations

@@ -104,8 +104,15 @@ async function showList() {
   await listInto(results, query);
 }
 
+// How many listings were asked for: only the latest one is shown, however answers arrive.
+let listings = 0;
+
 async function listInto(results, query) {
+  const asked = ++listings;
   const listing = await getJSON(`${base}/api/traces?q=${encodeURIComponent(query)}`);
+  if (asked !== listings) {
+    return;
+  }
   const skipped = listing.skipped_count ? el("p", {class: "note"},
     `${listing.skipped_count} entries could not be listed: `,
     listing.skipped.map((entry) => `${entry.path} (${entry.reason})`).join("; ")) : null;
