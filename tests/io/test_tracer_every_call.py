@@ -23,10 +23,12 @@ from mmsp_core import (
     ProviderHTTPError,
     StreamTimeoutError,
     TextDelta,
+    UniConfig,
     UniEvent,
 )
 from mmsp_io import AbortSignal, AutoLLMClient, Timeouts
 from mmsp_io.simulator import Reply, Simulator, faults
+from mmsp_io.tracer import MAX_LABEL_LENGTH, trace_label, with_trace_label
 
 __all__ = ["clean_environment"]
 
@@ -196,3 +198,21 @@ async def test_an_aborted_call_writes_no_trace(tmp_path: Path) -> None:
             async for _event in client.streaming_response(QUESTION, signal=signal):
                 signal.abort("enough")
     assert list(tmp_path.rglob("*")) == []
+
+
+@pytest.mark.parametrize(("trace_id", "label"), [
+    ("runs/one", "runs_one"), ("../../etc/passwd", "_.._etc_passwd"), ("..", "_"),
+    (".hidden", "hidden"), ("a b\u00e9c", "a_b_c"), ("ok-1.2_3", "ok-1.2_3"), ("", ""),
+    ("x" * 500, "x" * MAX_LABEL_LENGTH),
+])
+def test_a_label_is_one_file_name(trace_id: str, label: str) -> None:
+    assert trace_label(trace_id) == label
+
+
+def test_a_gateway_config_gets_its_trace_id_made_a_label() -> None:
+    assert with_trace_label({"trace_id": "a/b", "temperature": 1}) == {
+        "trace_id": "a_b", "temperature": 1}
+    assert with_trace_label(UniConfig(trace_id="../x")) == UniConfig(trace_id="_x")
+    assert with_trace_label(UniConfig()) == UniConfig()
+    assert with_trace_label({"trace_id": 7}) == {"trace_id": 7}  # the client refuses it
+    assert with_trace_label(None) is None
