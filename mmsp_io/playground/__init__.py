@@ -39,7 +39,9 @@ that cannot be called and a busy session are refused before the stream as ``{"er
 
 ``POST /api/abort`` aborts the session's call in flight (an ``AbortSignal`` per call):
 ``{"status": "aborted" | "idle"}``. ``POST /api/clear`` aborts it too and empties the
-session's history: ``{"status": "cleared"}``.
+session's history: ``{"status": "cleared"}``. ``POST /api/history`` gives the session's
+history, ``{"messages": [<message in wire form>, ...]}`` (none without a session), which the
+page shows again when it is reloaded.
 
 Sessions
 --------
@@ -67,14 +69,18 @@ sources and each choice's client), ``_sessions`` (the bounded sessions).
 from __future__ import annotations
 
 import os
-from typing import TextIO
+from typing import Final, TextIO
 
 import anyio
 
 from ._app import DEFAULT_HOST, DEFAULT_PORT, MAX_TOOL_ROUNDS, TRACES_PREFIX, Playground
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_TOOL_ROUNDS", "TRACES_PREFIX", "Playground",
-           "run"]
+#: Seconds the command's simulator waits before each write: a pace at which a reader sees the
+#: answer stream in.
+SIMULATOR_DELAY: Final = 0.02
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_TOOL_ROUNDS", "SIMULATOR_DELAY", "TRACES_PREFIX",
+           "Playground", "run"]
 
 
 async def run(trace_root: str | os.PathLike[str], host: str, port: int, out: TextIO) -> int:
@@ -84,7 +90,7 @@ async def run(trace_root: str | os.PathLike[str], host: str, port: int, out: Tex
     Raises:
         OSError: a port cannot be bound.
     """
-    playground = Playground(trace_root)
+    playground = Playground(trace_root, simulator_delay=SIMULATOR_DELAY)
     async with playground.running(host=host, port=port, grace=1.0) as server:
         out.write(f"Playground at {server.url}/ (traces of {playground.trace_root} at "
                   f"{server.url}{TRACES_PREFIX}/; Ctrl-C to stop)\n")

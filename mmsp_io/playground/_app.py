@@ -66,8 +66,10 @@ class Playground:
     """The playground (package doc) writing its traces to ``trace_root``.
 
     ``simulator``: whether ``running`` starts an in-process provider simulator to offer its
-    models (then ``self.simulator`` is it while running); ``max_sessions`` and ``max_turns``
-    bound the sessions held and the user messages each answers.
+    models (then ``self.simulator`` is it while running), which waits ``simulator_delay``
+    seconds before each write (``None``: none), so that its answers are seen streaming in;
+    ``max_sessions`` and ``max_turns`` bound the sessions held and the user messages each
+    answers.
     """
 
     def __init__(
@@ -75,11 +77,13 @@ class Playground:
         trace_root: str | os.PathLike[str],
         *,
         simulator: bool = True,
+        simulator_delay: float | None = None,
         max_sessions: int = 32,
         max_turns: int = 100,
     ) -> None:
         self.trace_root = Path(trace_root).absolute()
         self.with_simulator = simulator
+        self.simulator_delay = simulator_delay
         self.max_turns = max_turns
         self.sessions = Sessions(max_sessions)
         #: The simulator while ``running`` (with ``simulator``), else ``None``.
@@ -113,7 +117,8 @@ class Playground:
             self._http = await stack.enter_async_context(fast_http_client())
             stack.callback(setattr, self, "_http", None)
             if self.with_simulator:
-                self.simulator = await stack.enter_async_context(Simulator.running())
+                self.simulator = await stack.enter_async_context(
+                    Simulator.running(delay=self.simulator_delay))
                 stack.callback(setattr, self, "simulator", None)
             server = await stack.enter_async_context(
                 httpserver.serve(handle, host=host, port=port, limits=limits, grace=grace))
@@ -162,7 +167,7 @@ class Playground:
                 a body that is not declared JSON, 400 for one that is no JSON object, 404 for
                 no such route; the refusals of the route.
         """
-        if route not in ("chat", "abort", "clear", "models"):
+        if route not in ("chat", "abort", "clear", "models", "history"):
             raise _Refusal(404, f"No route /api/{route}.")
         if request.method != "POST":
             raise _Refusal(405, f"/api/{route} answers only POST, not {request.method}.")
@@ -181,6 +186,10 @@ class Playground:
             await _respond(response, {"models": await self._models(body)})
         elif route == "chat":
             await self._chat(body, session_id, response)
+        elif route == "history":
+            session = self.sessions.get(session_id)
+            history = session.history if session is not None else []
+            await _respond(response, {"messages": [to_wire(message) for message in history]})
         else:
             session = self.sessions.get(session_id)
             signal = session.signal if session is not None else None

@@ -316,6 +316,33 @@ async function clear() {
   status.textContent = "Cleared.";
 }
 
+// The session's conversation so far, shown again (after a reload).
+async function restore() {
+  const response = await postJSON("/api/history", {});
+  if (!response.ok) {
+    return;
+  }
+  let answer = null;
+  for (const message of (await response.json()).messages) {
+    const items = message.content_items || [];
+    const results = items.filter((item) => item.type === "tool_result.done");
+    if (message.role === "user" && !results.length) {
+      const turn = el("article", {class: "turn finished"},
+        el("section", {class: "message user"}, el("h2", {}, "user"),
+          ...items.filter((item) => item.type === "text.done")
+            .map((item) => el("div", {class: "item text"}, item.text))));
+      conversation.append(turn);
+      answer = new Answer(turn);
+    } else if (answer && message.role === "user") {
+      results.forEach((item) => answer.toolResult(item));
+    } else if (answer) {
+      answer.event({...message, event_type: "delta"});
+      answer.event({event_type: "stop", content_items: [],
+        usage_metadata: message.usage_metadata, finish_reason: message.finish_reason});
+    }
+  }
+}
+
 $("source").addEventListener("change", () => loadModels());
 $("load-models").addEventListener("click", () => loadModels());
 $("composer").addEventListener("submit", send);
@@ -327,3 +354,4 @@ $("message").addEventListener("keydown", (event) => {
 $("stop").addEventListener("click", stop);
 $("clear").addEventListener("click", clear);
 loadModels();
+restore();

@@ -270,8 +270,16 @@ async def test_the_history_follows_the_session_across_models_and_clear_empties_i
         await chat(stranger, "Alone", await simulator_model(stranger))
     assert "First question" not in json.dumps(sim.requests[-1].json)
 
+    history = (await http.post("/api/history", json={})).json()["messages"]
+    assert [m["role"] for m in history] == ["user", "assistant"] * 2
+    assert history[3]["content_items"][-1] == {"type": "text.done",
+                                               "text": "You asked: Second question"}
+    async with httpx.AsyncClient(base_url=http.base_url) as newcomer:  # no session yet
+        assert (await newcomer.post("/api/history", json={})).json() == {"messages": []}
+
     cleared = await http.post("/api/clear", json={})
     assert cleared.json() == {"status": "cleared"}
+    assert (await http.post("/api/history", json={})).json() == {"messages": []}
     await chat(http, "Third question", await simulator_model(http))
     assert "First question" not in json.dumps(sim.requests[-1].json)
 

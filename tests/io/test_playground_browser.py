@@ -55,7 +55,7 @@ def finished(driver: Any, turn: Any) -> None:
 
 def ask_with_a_tool(driver: Any, url: str) -> str:
     """Send a message with a tool; check the answer's thinking, call, result, answer, usage
-    and finish reasons; return its trace link."""
+    and finish reasons, and that a reload shows it again; return its trace link."""
     severe_messages(driver)
     driver.get(url + "/")
     wait_for(driver, "#model option")
@@ -73,6 +73,15 @@ def ask_with_a_tool(driver: Any, url: str) -> str:
     assert "prompt tokens:" in one(turn, ".turn-usage").text
     assert one(driver, "#status").text == "Done."
     link: str = one(turn, "a.trace-link").get_attribute("href")
+
+    driver.refresh()  # the session's conversation is shown again
+    turn = wait_for(driver, "article.turn .markdown")[0].find_element("xpath", "ancestor::article")
+    assert one(turn, ".message.user .text").text == "What is the weather in Paris?"
+    assert one(turn, ".tool-call .tool-name").text == "get_weather"
+    assert one(turn, ".tool-result .text").text == TOOLS[0]["result"]
+    assert one(turn, ".markdown").text == f"Here is what I found: {TOOLS[0]['result']}"
+    assert [e.text for e in every(turn, ".finish-reason")] == ["finish reason: tool_call",
+                                                               "finish reason: stop"]
     assert severe_messages(driver) == []
     return link
 
