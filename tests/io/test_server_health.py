@@ -1,7 +1,8 @@
 """The gateway's health routes on both front ends (issue 25 item 1): ``GET /healthz`` is alive
-without a key or an upstream call; ``GET /readyz`` is 200 while the configuration is loaded,
-the store answers and the server is not draining, else 503 saying which, and says whether the
-keys' limits are shared. Streamed answers carry ``X-Accel-Buffering: no`` (item 7).
+without a key or an upstream call; ``GET /readyz`` is 200 while the configuration is loaded
+and the server is not draining, else 503 saying so, and says whether the keys' limits are
+shared (with a Redis store: ``test_server_health_redis``). Streamed answers carry
+``X-Accel-Buffering: no`` (item 7).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 from serverkit import AUTH, FRONTS, RELAXED, config, post_stream, running, stream_body
-from test_server_limits_redis import RedisServer, redis_server  # noqa: F401 (the fixture)
 
 from mmsp_core.model import TextDone
 from mmsp_io.httpserver import Request
@@ -74,26 +74,6 @@ async def test_the_asgi_app_drains_at_lifespan_shutdown(tmp_path: Path) -> None:
         async with running(gateway, "asgi"):
             assert not gateway.draining
     assert gateway.draining
-
-
-async def test_readyz_follows_the_shared_store(
-    front: str, tmp_path: Path, redis_server: RedisServer  # noqa: F811
-) -> None:
-    """With a Redis store: ready and shared while it answers; 503 ``store unavailable`` once it
-    stops, while ``/healthz`` stays 200 (the process is alive)."""
-    store = {"redis_url": redis_server.url, "timeout_s": 0.5}
-    async with Simulator.running(REPLY) as sim, \
-            running(gateway_of(sim, tmp_path, store=store), front) as origin, \
-            httpx.AsyncClient() as http:
-        up = await http.get(origin + "/readyz")
-        redis_server.stop()
-        down = await http.get(origin + "/readyz")
-        alive = await http.get(origin + "/healthz")
-    assert (up.status_code, up.json()["limits"], up.json()["status"]) == (200, "shared", "ready")
-    assert down.status_code == 503
-    assert down.json() == {"status": "store unavailable", "config": "loaded",
-                           "store": "does not answer", "draining": False, "limits": "shared"}
-    assert alive.status_code == 200
 
 
 async def test_an_open_server_applies_its_host_rule_to_the_health_routes(
