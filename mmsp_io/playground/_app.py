@@ -239,6 +239,10 @@ class Playground:
         if not isinstance(choice, Mapping) or not isinstance(config, Mapping):
             raise _Refusal(400, "model and config must be JSON objects.")
         config, results = _tool_results(config)
+        try:
+            client = client_for(choice, self.simulator, self.http, trace_dir=self.trace_root)
+        except (BadChoice, MMSPError) as exc:
+            raise _Refusal(400, _shown(exc, choice.get("api_key"))) from None
         session = self.sessions.get(session_id)
         headers = [("content-type", "text/event-stream; charset=utf-8"), *SECURITY_HEADERS]
         if session is None:
@@ -253,10 +257,6 @@ class Playground:
         if session.turns >= self.max_turns:
             raise _Refusal(409, f"This session holds {self.max_turns} turns, the most the "
                                 "playground keeps: clear it to go on.")
-        try:
-            client = client_for(choice, self.simulator, self.http, trace_dir=self.trace_root)
-        except (BadChoice, MMSPError) as exc:
-            raise _Refusal(400, _shown(exc, choice.get("api_key"))) from None
         signal = session.signal = AbortSignal()
         session.used = anyio.current_time()
         try:

@@ -401,3 +401,12 @@ def test_the_cli_defaults_to_port_25751(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         cli.main(["playground", "--help"])
     assert "default 25751" in capsys.readouterr().out
+
+
+async def test_a_refused_chat_makes_no_session(
+    playground: tuple[Playground, HTTPServer], http: httpx.AsyncClient,
+) -> None:
+    refused = await http.post("/api/chat", json={"message": "hi", "model": {"source": "x"}})
+    assert refused.status_code == 400
+    assert "set-cookie" not in refused.headers
+    assert len(playground[0].sessions) == 0
