@@ -35,9 +35,6 @@ from mmsp_io.server import ASGIApp, ConfigError, Gateway, resolve_config
 from mmsp_io.server.limits import limiter_for
 from mmsp_io.simulator import Reply, Simulator
 
-parser = pytest.importorskip("prometheus_client.parser",
-                             reason="the gateway extra's: pip install 'mmsp-sansio[gateway]'")
-
 #: 2027-01-15 10:00:10 UTC: ten seconds into a minute, so the rpm window never ends mid-test.
 T0 = datetime(2027, 1, 15, 10, 0, 10, tzinfo=UTC).timestamp()
 #: Every answer: 12 prompt, none cached, 8 response tokens; at 100,000 USD per million for
@@ -58,7 +55,10 @@ def front(request: pytest.FixtureRequest) -> str:
 
 
 def samples(text: str) -> Samples:
-    """Every sample of an exposition, by name and labels."""
+    """Every sample of an exposition, by name and labels (the test skips without the parser,
+    the gateway extra's)."""
+    parser = pytest.importorskip("prometheus_client.parser",
+                                 reason="pip install 'mmsp-sansio[gateway]'")
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in parser.text_string_to_metric_families(text)
             for sample in family.samples}
@@ -180,6 +180,7 @@ async def test_off_loopback_metrics_need_the_metrics_token(tmp_path: Path) -> No
     """At a non-loopback address: 403 while no ``metrics.token`` is configured; with one,
     401 without it, with another token or with a gateway key, 200 with it. On loopback no
     token is asked (the other tests scrape without one)."""
+    pytest.importorskip("prometheus_client", reason="pip install 'mmsp-sansio[gateway]'")
     async with Simulator.running(REPLY) as sim:
         unset = Gateway(config(sim, ["openai-chat"]), timeouts=RELAXED)
         async with asgi_client(unset, "10.20.30.40") as http:
