@@ -413,7 +413,7 @@ INVALID: list[tuple[dict[str, Any], str]] = [
      "api_keys, keys, store, metrics, remote_images, connections, host, port."),
     ({"metrics": True}, "metrics must be an object."),
     ({"metrics": {"show_error": True}},
-     "metrics has unknown keys ['show_error']; the keys are show_errors."),
+     "metrics has unknown keys ['show_error']; the keys are show_errors, token."),
     ({"metrics": {"show_errors": "yes"}}, "metrics.show_errors must be true or false."),
     ({"remote_images": []}, "remote_images must be an object."),
     ({"remote_images": {"enable": True}},
