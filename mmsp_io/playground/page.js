@@ -269,7 +269,7 @@ async function send(event) {
   }
   const turn = el("article", {class: "turn"},
     el("section", {class: "message user"}, el("h2", {}, "user"),
-      el("div", {class: "item text"}, text)));
+      el("div", {class: "item text markdown"}, mmspMarkdown.render(text))));
   conversation.append(turn);
   $("message").value = "";
   busy(true, "Answering…");
@@ -330,7 +330,8 @@ async function restore() {
       const turn = el("article", {class: "turn finished"},
         el("section", {class: "message user"}, el("h2", {}, "user"),
           ...items.filter((item) => item.type === "text.done")
-            .map((item) => el("div", {class: "item text"}, item.text))));
+            .map((item) => el("div", {class: "item text markdown"},
+              mmspMarkdown.render(item.text)))));
       conversation.append(turn);
       answer = new Answer(turn);
     } else if (answer && message.role === "user") {

@@ -32,6 +32,8 @@ TOOLS = [{
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     "result": "18 degrees C, light rain",
 }]
+#: The demo model's answer once it has the tool's result.
+FOUND = f"Here is what I found: {TOOLS[0]['result']}"
 #: Markup and markdown a model may answer: the markdown becomes elements, the markup text.
 HOSTILE = ("**bold** and `code` <img src=x onerror=\"window.__xss = 1\"> "
            "[site](https://example.com/) [bad](javascript:window.__xss=2)\n\n- one\n- two")
@@ -67,7 +69,7 @@ def ask_with_a_tool(driver: Any, url: str) -> str:
     assert one(turn, ".tool-call .tool-name").text == "get_weather"
     assert json.loads(one(turn, ".tool-call .arguments").text) == {"city": "Paris"}
     assert one(turn, ".tool-result .text").text == TOOLS[0]["result"]
-    assert one(turn, ".markdown").text == f"Here is what I found: {TOOLS[0]['result']}"
+    assert one(turn, ".assistant .markdown").text == FOUND
     assert [e.text for e in every(turn, ".finish-reason")] == ["finish reason: tool_call",
                                                                "finish reason: stop"]
     assert "prompt tokens:" in one(turn, ".turn-usage").text
@@ -75,11 +77,12 @@ def ask_with_a_tool(driver: Any, url: str) -> str:
     link: str = one(turn, "a.trace-link").get_attribute("href")
 
     driver.refresh()  # the session's conversation is shown again
-    turn = wait_for(driver, "article.turn .markdown")[0].find_element("xpath", "ancestor::article")
+    answer = wait_for(driver, "article.turn .assistant .markdown")[0]
+    turn = answer.find_element("xpath", "ancestor::article")
     assert one(turn, ".message.user .text").text == "What is the weather in Paris?"
     assert one(turn, ".tool-call .tool-name").text == "get_weather"
     assert one(turn, ".tool-result .text").text == TOOLS[0]["result"]
-    assert one(turn, ".markdown").text == f"Here is what I found: {TOOLS[0]['result']}"
+    assert one(turn, ".assistant .markdown").text == FOUND
     assert [e.text for e in every(turn, ".finish-reason")] == ["finish reason: tool_call",
                                                                "finish reason: stop"]
     assert severe_messages(driver) == []
@@ -137,7 +140,7 @@ def hostile_answer_is_text(driver: Any, url: str) -> str:
     wait_for(driver, "#model option")
     turn = chat(driver, "Say something tricky")
     finished(driver, turn)
-    check_hostile(driver, one(turn, ".markdown"))
+    check_hostile(driver, one(turn, ".assistant .markdown"))
     link: str = one(turn, "a.trace-link").get_attribute("href")
     return link
 
