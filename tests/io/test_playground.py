@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import tomllib
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -410,3 +411,17 @@ async def test_a_refused_chat_makes_no_session(
     assert refused.status_code == 400
     assert "set-cookie" not in refused.headers
     assert len(playground[0].sessions) == 0
+
+
+def test_the_pages_files_ship_with_the_package() -> None:
+    """Every static file of the trace page and the playground is package data, so an
+    installed package serves them too."""
+    root = Path(__file__).resolve().parents[2]
+    shipped = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+                  ["package-data"]["mmsp_io"])
+    static = {path.relative_to(root / "mmsp_io").as_posix()
+              for package in ("traces", "playground")
+              for path in (root / "mmsp_io" / package).iterdir()
+              if path.suffix in (".html", ".css", ".js")}
+    assert static <= shipped
+    assert "playground/page.js" in static
