@@ -43,6 +43,7 @@ __all__ = [
     "environment_key_allowed",
     "is_azure",
     "join_url",
+    "telemetry_provider",
 ]
 
 #: Azure OpenAI's variables (08 D72): its key, its endpoint and its API version.
@@ -51,6 +52,9 @@ AZURE_ENDPOINT_ENV: Final = "AZURE_OPENAI_ENDPOINT"
 AZURE_VERSION_ENV: Final = "AZURE_OPENAI_API_VERSION"
 #: The ``base_url`` that stands for ``AZURE_OPENAI_ENDPOINT`` (case-insensitive).
 AZURE_FROM_ENVIRONMENT: Final = "azure"
+#: ``gen_ai.provider.name`` of Azure OpenAI and Vertex AI calls (``telemetry_provider``).
+_AZURE_PROVIDER: Final = "azure.ai.openai"
+_VERTEX_PROVIDER: Final = "gcp.vertex_ai"
 #: Host name endings of Azure OpenAI resources.
 _AZURE_HOSTS: Final = (".openai.azure.com", ".cognitiveservices.azure.com")
 #: The path of Azure's v1 API, added to a base URL that names only the resource.
@@ -223,6 +227,26 @@ def is_azure(base_url: str | None) -> bool:
     if parts is None:
         return False
     return (parts.hostname or "").endswith(_AZURE_HOSTS) or _api_version(parts.query) is not None
+
+
+def telemetry_provider(client_type: str, base_url: str | None, api_key: str | None) -> str:
+    """``gen_ai.provider.name`` of the calls of a ``client_type`` client at ``base_url`` with
+    ``api_key`` (issue 25, the OpenTelemetry GenAI conventions): a cloud route's (Bedrock),
+    ``azure.ai.openai`` on an Azure endpoint, ``gcp.vertex_ai`` on Vertex AI (08 D72), else
+    the row's ``telemetry_provider``, else the client type.
+
+    Raises:
+        RoutingError: an unknown client type.
+    """
+    spec = client_spec(client_type)
+    route = spec.route_for(base_url)
+    if route is not None and route.telemetry_provider is not None:
+        return route.telemetry_provider
+    if spec.azure and is_azure(base_url):
+        return _AZURE_PROVIDER
+    if is_vertex(spec.client_type, base_url, api_key):
+        return _VERTEX_PROVIDER
+    return spec.telemetry_provider or spec.client_type
 
 
 def _split(url: str) -> urllib.parse.SplitResult | None:

@@ -122,6 +122,9 @@ class Route:
     profile: object = None
     #: The builder sends remote images as bytes, so the I/O layer fetches them (05 §5).
     inlines_remote_images: bool = False
+    #: ``gen_ai.provider.name`` of a call there in OpenTelemetry spans (``aws.bedrock``);
+    #: ``None``: the client type's.
+    telemetry_provider: str | None = None
 
     def serves(self, base_url: str | None) -> bool:
         """Whether ``base_url`` is one of this route's (``<scheme>://...``)."""
@@ -176,6 +179,10 @@ class ClientSpec:
     azure: bool = False
     #: Clouds that serve this client's models under base URLs of their own (08 D72).
     routes: tuple[Route, ...] = ()
+    #: ``gen_ai.provider.name`` of its calls in OpenTelemetry spans (the GenAI conventions'
+    #: well-known value where one exists: ``openai``, ``anthropic``, ``gcp.gemini``, ...);
+    #: ``None``: the client type itself (``adapters.clients.telemetry_provider``).
+    telemetry_provider: str | None = None
 
     def route_for(self, base_url: str | None) -> Route | None:
         """The route whose base URLs include ``base_url``, if any."""
@@ -429,6 +436,9 @@ class Traits:
     #: The binary framing of a protocol whose body is neither SSE nor one JSON document
     #: (its ``new_decoder`` reads it); ``None`` for those two.
     framing: Framing | None = None
+    #: ``gen_ai.operation.name`` of a call in OpenTelemetry spans: ``chat``, or ``embeddings``
+    #: for an embedding protocol.
+    telemetry_operation: str = "chat"
 
 
 @final

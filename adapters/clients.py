@@ -34,6 +34,7 @@ from ._credentials import (
     environment_key_allowed,
     is_azure,
     join_url,
+    telemetry_provider,
 )
 from ._listing import ModelPage, list_models_headers, list_models_path, parse_model_page
 from ._registry import CLIENTS, canonical_client_type
@@ -99,6 +100,7 @@ __all__ = [
     "route",
     "same_family",
     "sigv4_sign",
+    "telemetry_provider",
     "vertex_location",
     "vertex_project",
     "vertex_source",

@@ -6,6 +6,7 @@ Most users import only this package (08 D1): ``AutoLLMClient`` streams any suppo
 from ``mmsp_core`` and ``adapters``.
 
 ``AutoLLMClient``, ``Timeouts``, ``RemoteImages`` (which remote images a client fetches),
+``Telemetry`` (OpenTelemetry spans of calls, opt-in),
 ``open_stream``, ``fast_http_client`` (an ``httpx.AsyncClient`` on the library's fast HTTP/1.1
 transport, 08 D79) and ``list_supported_models`` are loaded on first use (``mmsp_core.lazy``):
 they bring in httpx and every protocol package, which a program that only needs the values and
@@ -74,6 +75,7 @@ from .abort import AbortSignal
 if TYPE_CHECKING:
     from adapters import list_supported_models
 
+    from ._telemetry import Telemetry
     from ._transport import fast_http_client
     from .client import AutoLLMClient
     from .driver import Timeouts, open_stream
@@ -85,6 +87,7 @@ _ON_FIRST_USE: Final = {
     "Timeouts": "mmsp_io.driver",
     "open_stream": "mmsp_io.driver",
     "RemoteImages": "mmsp_io.remote_images",
+    "Telemetry": "mmsp_io._telemetry",
     "fast_http_client": "mmsp_io._transport",
     "list_supported_models": "adapters",
 }
@@ -121,6 +124,7 @@ __all__ = [
     "StreamLimitError",
     "StreamProtocolError",
     "StreamTimeoutError",
+    "Telemetry",
     "TextDelta",
     "TextDone",
     "ThinkingDelta",

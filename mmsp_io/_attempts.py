@@ -118,7 +118,8 @@ class TurnLog:
     """What a traced call's trace says besides its messages (08 D78, ``tracer`` module doc),
     gathered while it runs; times are ``anyio.current_time()`` values."""
 
-    #: Each attempt: when it started, and its error in wire form (``None``: it streamed).
+    #: Each attempt: when it started, and its error in wire form (``None``: it streamed);
+    #: kept for every call (its span counts them, ``mmsp_io._telemetry``).
     attempts: list[tuple[float, dict[str, Any] | None]] = attrs.Factory(list)
     first_event: float | None = None
     #: The events carrying a done item, in order.
@@ -229,8 +230,7 @@ class Sender:
             try:
                 opened = await self._open(call, stack)
             except MMSPError as exc:
-                if call.trace is not None:
-                    call.log.attempts.append((began, to_wire(exc)["error"]))
+                call.log.attempts.append((began, to_wire(exc)["error"]))
                 if not reauthorized and self._reauthorize(exc):
                     reauthorized = True
                     continue
@@ -242,8 +242,7 @@ class Sender:
                 _logger.info("%s: retrying after %s (attempt %d)", self.client,
                              type(exc).__name__, attempt + 1)
             else:
-                if call.trace is not None:
-                    call.log.attempts.append((began, None))
+                call.log.attempts.append((began, None))
                 return opened
             with abortable(call.signal, self.client):
                 await anyio.sleep(delay)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ from ._cassettes import Recorder
 from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
+from ._telemetry import Spans, Telemetry, telemetry_setting
 from ._transport import fast_http_client
 from ._vertex import vertex_auth
 from .abort import AbortSignal
@@ -131,6 +132,9 @@ class AutoLLMClient:
         remote_images: which http(s) images are fetched for a client type that sends images
             as bytes, and how many bytes (08 D37); ``None`` means ``RemoteImages()``: any host,
             at most ``IMAGE_LIMIT`` bytes an image.
+        telemetry: an OpenTelemetry span per call (``mmsp_io._telemetry``, issue 25): ``True``
+            or a ``Telemetry`` (content recorded, the tracer provider); ``None`` means on when
+            ``MMSP_OTEL`` is set. Needs the extra ``otel``.
 
     Raises:
         RoutingError: no client type can be chosen, or a service-account key on
@@ -138,7 +142,8 @@ class AutoLLMClient:
         ApiKeyRequiredError: the client needs a key and has none it may use (08 D25), or
             Bedrock credentials that cannot be read, or a Vertex client without any credential
             source (08 D72).
-        UnsupportedOperationError: a Bedrock base URL on a client other than
+        UnsupportedOperationError: telemetry on without opentelemetry-api (the extra
+            ``otel``); a Bedrock base URL on a client other than
             anthropic-official, or one that needs AWS's credential chain without botocore (the
             extra ``aws``); a Vertex AI host on google-official, or a Vertex client on
             google-genai without google-auth (the extra ``vertex``) or with an API key
@@ -149,7 +154,8 @@ class AutoLLMClient:
             (08 D69, D72; checked after the Bedrock and Vertex rules).
         TypeError: ``http_client`` is not an ``httpx.AsyncClient``, ``timeouts`` not a
             ``Timeouts``, ``max_retries`` not an int, ``default_headers`` not a mapping of
-            strings (08 D69), ``remote_images`` not a ``RemoteImages``.
+            strings (08 D69), ``remote_images`` not a ``RemoteImages``, ``telemetry`` not a
+            bool or a ``Telemetry``.
         ValueError: a negative ``max_retries``.
     """
 
@@ -169,6 +175,7 @@ class AutoLLMClient:
         trace_dir: str | os.PathLike[str] | None = None,
         remote_images: RemoteImages | None = None,
         record_to: str | os.PathLike[str] | None = None,
+        telemetry: bool | Telemetry | None = None,
     ) -> None:
         check_argument_types(http_client, timeouts, max_retries, default_headers, remote_images)
         named = client_type or env("CLIENT_TYPE")
@@ -210,6 +217,10 @@ class AutoLLMClient:
         self._remote_images = remote_images if remote_images is not None else RemoteImages()
         self._history: list[UniMessage] = []
         self._in_flight: _StatefulCall | None = None
+        setting = telemetry_setting(telemetry, self._client_type)
+        self._spans = None if setting is None else Spans(
+            setting, client=self._client_type, model=model, base_url=self._base_url,
+            api_key=self._api_key)
 
     def __repr__(self) -> str:
         return (f"AutoLLMClient(model={self._model!r}, client_type={self._client_type!r}, "
@@ -283,10 +294,7 @@ class AutoLLMClient:
             ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: after retries.
             MMSPError: whatever the stream raises (``IncompleteStreamError``, ...).
         """
-        # The attempt loop's generator itself, not one wrapped in another: a layer less per
-        # event.
-        return self._sender.stream(
-            functools.partial(self._call, messages, config, signal, timeouts, ()))
+        return self._stream(functools.partial(self._call, messages, config, signal, timeouts, ()))
 
     async def streaming_response_stateful(
         self,
@@ -327,12 +335,19 @@ class AutoLLMClient:
         prepare = functools.partial(self._call, [*self._history, message], config, signal,
                                     timeouts, (record,))
         try:
-            async with aclosing(self._sender.stream(prepare)) as events:
+            async with aclosing(self._stream(prepare)) as events:
                 async for event in events:
                     yield event
         finally:
             if self._in_flight is in_flight:
                 self._in_flight = None
+
+    def _stream(self, prepare: Callable[[], Awaitable[Call]]) -> AsyncGenerator[UniEvent, None]:
+        """The attempt loop's generator itself, not one wrapped in another (a layer less per
+        event), or, with telemetry, that generator in the call's span."""
+        if self._spans is None:
+            return self._sender.stream(prepare)
+        return self._spans.observe_call(self._sender.stream, prepare)
 
     async def _call(
         self,

@@ -35,7 +35,8 @@ PROTOCOL: Final = WireProtocol(
     check_config=check_config,
     render=render,
     traits=Traits(
-        display_name="Gemini embeddings", error_shape=ERROR_SHAPE, dialect=simulate.DIALECT
+        display_name="Gemini embeddings", error_shape=ERROR_SHAPE, dialect=simulate.DIALECT,
+        telemetry_operation="embeddings",
     ),
     normalize=normalize,
     normalize_usage=normalize_usage,

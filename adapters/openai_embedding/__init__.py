@@ -34,7 +34,7 @@ PROTOCOL: Final = WireProtocol(
     check_config=check_config,
     render=render,
     traits=Traits(display_name="OpenAI embeddings", error_shape=ERROR_SHAPE,
-                  dialect=simulate.DIALECT),
+                  dialect=simulate.DIALECT, telemetry_operation="embeddings"),
     normalize=normalize,
     normalize_usage=normalize_usage,
     new_decoder=BodyDecoder,

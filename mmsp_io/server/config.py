@@ -12,7 +12,7 @@ Every refusal is a ``ConfigError`` whose message names the file and the cell
 row's client, the last check of 07 §2, is the gateway's (``mmsp_io.server.handler.Gateway``),
 which names the row the same way.
 
-Three optional objects tune the gateway:
+Four optional objects tune the gateway:
 
 - ``metrics``: ``{"show_errors": bool, "token": str}``. ``GET /v1/metrics`` leaves out the
   error texts of failed calls unless ``show_errors`` is true (08 D75): every token holder reads
@@ -30,6 +30,12 @@ Three optional objects tune the gateway:
   closed; absent, 1,000 or what the open-files limit leaves), and the seconds a request's head
   (or an idle keep-alive connection) and its body may take to arrive (30 and 60). Under an ASGI
   server these are that server's settings.
+- ``telemetry``: ``{"enabled": bool, "record_content": bool}``, OpenTelemetry spans (issue 25,
+  ``mmsp_io._telemetry``; the extra ``otel``): with ``enabled`` (false when absent), a SERVER
+  span per request, the caller's ``traceparent`` its parent, and the row client's span of the
+  upstream call within it; message content is recorded only with ``record_content``.
+  Absent, ``MMSP_OTEL`` decides as for any client; ``enabled: false`` turns spans off
+  whatever it says.
 
 Keys with limits and where their counts live (08 D75, D76; enforced by
 ``mmsp_io.server.limits``):
@@ -73,6 +79,7 @@ import attrs
 
 from adapters import ModelPricing
 
+from .._telemetry import Telemetry
 from ..remote_images import RemoteImages
 
 __all__ = ["GATEWAY_IMAGES", "Budget", "ConfigError", "KeyRow", "ModelRow", "ServerConfig",
@@ -80,7 +87,7 @@ __all__ = ["GATEWAY_IMAGES", "Budget", "ConfigError", "KeyRow", "ModelRow", "Ser
 
 #: The keys of the file's top level (module doc).
 _TOP_LEVEL: Final = ("models", "api_keys", "keys", "store", "metrics", "remote_images",
-                     "connections", "host", "port")
+                     "connections", "telemetry", "host", "port")
 _REQUIRED: Final = ("model_id", "api_key", "server_model_id")
 _OPTIONAL: Final = ("base_url", "client_type")
 _LISTS: Final = ("extra_body_keys",)
@@ -94,6 +101,7 @@ _STORE: Final = ("redis_url", "on_error", "timeout_s")
 _ON_ERROR: Final = ("closed", "open")
 _SHA256: Final = re.compile(r"[0-9a-fA-F]{64}")
 _METRICS: Final = ("show_errors", "token")
+_TELEMETRY: Final = ("enabled", "record_content")
 #: ``connections`` keys and the ``httpserver.Limits`` fields they set.
 _CONNECTIONS: Final = {"max": "max_connections", "head_timeout_s": "head_timeout",
                        "body_timeout_s": "body_timeout"}
@@ -208,6 +216,9 @@ class ServerConfig:
     store: StoreSettings | None = None
     #: ``metrics.token``: the bearer token of ``GET /metrics`` off loopback (module doc).
     metrics_token: str | None = attrs.field(default=None, repr=False)
+    #: ``telemetry``: the spans' settings, ``False`` when not enabled, ``None`` when absent
+    #: (``MMSP_OTEL`` decides; module doc).
+    telemetry: Telemetry | bool | None = None
 
     @property
     def open(self) -> bool:
@@ -250,16 +261,16 @@ def resolve_config(
     """Validate ``document`` and resolve its environment references (07 §2).
 
     Raises:
-        ConfigError: a key is unknown (at the top, in a row, in ``metrics`` or
-            ``remote_images``); ``models`` is not a non-empty list of objects; a required
-            column is not a non-empty string; an optional column is not a string;
-            ``extra_body_keys`` is not a list of non-empty strings; a ``server_model_id``
-            repeats; ``api_keys`` is not a list of non-empty strings; a reference is
-            malformed or names a variable that is unset or empty; ``metrics``,
-            ``remote_images``, ``store``, an entry of ``keys`` or a ``pricing`` column is not
-            an object of the values the module doc lists; a key's name or key repeats (in
-            ``keys`` or ``api_keys``) or its ``models`` names a model not served. The message
-            names the cell.
+        ConfigError: a key is unknown (at the top, in a row, in ``metrics``,
+            ``remote_images`` or ``telemetry``); ``models`` is not a non-empty list of
+            objects; a required column is not a non-empty string; an optional column is not
+            a string; ``extra_body_keys`` is not a list of non-empty strings; a
+            ``server_model_id`` repeats; ``api_keys`` is not a list of non-empty strings; a
+            reference is malformed or names a variable that is unset or empty; ``metrics``,
+            ``remote_images``, ``telemetry``, ``store``, an entry of ``keys`` or a ``pricing``
+            column is not an object of the values the module doc lists; a key's name or key
+            repeats (in ``keys`` or ``api_keys``) or its ``models`` names a model not served.
+            The message names the cell.
     """
     env = os.environ if environ is None else environ
 
@@ -299,7 +310,8 @@ def resolve_config(
                         connections=_connections(document, fail),
                         keys=_keys(document.get("keys"), tokens, seen, env, fail),
                         store=_store(document, env, fail),
-                        metrics_token=_metrics_token(metrics, env, fail))
+                        metrics_token=_metrics_token(metrics, env, fail),
+                        telemetry=_telemetry(document, fail))
 
 
 def _known(mapping: Mapping[Any, Any], where: str, keys: tuple[str, ...], fail: _Fail) -> None:
@@ -332,6 +344,16 @@ def _metrics_token(metrics: Mapping[str, Any], env: Mapping[str, str],
     if not isinstance(token, str) or not token:
         raise fail("metrics.token must be a non-empty string.")
     return _resolve(token, "metrics.token", env, fail)
+
+
+def _telemetry(document: Mapping[str, Any], fail: _Fail) -> Telemetry | bool | None:
+    """``telemetry`` (module doc): ``None`` when absent, ``False`` unless ``enabled``."""
+    if document.get("telemetry") is None:
+        return None
+    section = _section(document, "telemetry", _TELEMETRY, fail)
+    if not _flag(section, "telemetry.enabled", False, fail):
+        return False
+    return Telemetry(record_content=_flag(section, "telemetry.record_content", False, fail))
 
 
 def _flag(section: Mapping[str, Any], cell: str, default: bool, fail: _Fail) -> bool:

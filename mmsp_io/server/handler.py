@@ -102,6 +102,7 @@ from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import DoneItem, UniConfig, UniEvent, UniMessage
 from mmsp_core.wire import to_wire
 
+from .._telemetry import Spans, caller_context, telemetry_setting
 from .._transport import fast_http_client
 from ..abort import AbortSignal
 from ..client import AutoLLMClient
@@ -364,6 +365,7 @@ class Gateway:
     Raises:
         ConfigError: the document is invalid, or a row's client cannot be built (unknown
             client type, unroutable model id, key rules); the message names the row (07 §2);
+            or telemetry is enabled without opentelemetry-api (the message names the extra);
             or the limits cannot be kept (a key with a budget may use a row without a price,
             a store without the Redis client: ``limits.limiter_for``).
     """
@@ -384,9 +386,19 @@ class Gateway:
         self._http: list[httpx.AsyncClient] = []
         self._clients: dict[str, AutoLLMClient] = {}
         self._rows = {row.server_model_id: row for row in self.config.models}
+        try:  # the rows' clients take it as it is, MMSP_OTEL read once here
+            self.telemetry = telemetry_setting(self.config.telemetry, "mmsp gateway")
+        except MMSPError as exc:
+            raise ConfigError(f"telemetry: {exc}") from exc
         for index, row in enumerate(self.config.models):
             self._clients[row.server_model_id] = self._client(
                 index, row, trace_dir=trace_dir, timeouts=timeouts, max_retries=max_retries)
+        #: The SERVER span of each row's requests (``mmsp_io._telemetry``); none when off.
+        self._spans = {} if self.telemetry is None else {
+            served: Spans(self.telemetry, client=client.client_type, model=client.model,
+                          base_url=client.base_url, api_key=self._rows[served].api_key,
+                          served_as=served)
+            for served, client in self._clients.items()}
         base_urls = {row: self._clients[row.server_model_id].base_url
                      for row in self.config.models}
         self.limits = limiter_for(self.config, base_urls)
@@ -420,7 +432,8 @@ class Gateway:
                                    client_type=row.client_type, http_client=http,
                                    trace_dir=trace_dir, timeouts=timeouts,
                                    max_retries=max_retries,
-                                   remote_images=self.config.remote_images)
+                                   remote_images=self.config.remote_images,
+                                   telemetry=self.telemetry or False)
         except (MMSPError, TypeError, ValueError) as exc:
             where = f"{self.config.source}: " if self.config.source else ""
             message = redact(str(exc), row.api_key)
@@ -560,12 +573,22 @@ class Gateway:
         self, request: Request, out: Output, *, local_host: str | None = None
     ) -> None:
         """Answer ``request`` through ``out`` (module docstring); ``local_host`` is the address
-        the server listens on or the request came in at (``None``: not known).
+        the server listens on or the request came in at (``None``: not known). With telemetry,
+        the caller's trace context (its ``traceparent``) is the current one meanwhile, the
+        parent of the request's span (``mmsp_io._telemetry``).
 
         Raises:
             anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while
                 a whole answer or the stream's head was being sent.
         """
+        if self.telemetry is None:
+            await self._handle(request, out, local_host)
+            return
+        with caller_context(request.headers):
+            await self._handle(request, out, local_host)
+
+    async def _handle(self, request: Request, out: Output, local_host: str | None) -> None:
+        """``handle`` without telemetry's context."""
         decision = (await operational_answer(self, request, local_host)
                     or self.decide(request, local_host=local_host))
         if not isinstance(decision, Answer):
@@ -628,7 +651,8 @@ class Gateway:
     ) -> AsyncGenerator[UniEvent, None]:
         """The stateless call of ``row``'s client, the one upstream path of every route. A
         caller's ``trace_id`` is made a label, one file name in the gateway's trace directory,
-        never a path the caller chooses (``tracer.trace_label``, 08 D78).
+        never a path the caller chooses (``tracer.trace_label``, 08 D78). With telemetry, the
+        call runs in the request's SERVER span (``mmsp_io._telemetry``).
 
         Raises:
             UnsupportedParameterError: an ``extra_body`` key the row does not forward (module
@@ -636,7 +660,9 @@ class Gateway:
         """
         client = self._clients[row.server_model_id]
         _check_extra_body(row, config, client.client_type)
-        return client.streaming_response(messages, with_trace_label(config), signal)
+        events = client.streaming_response(messages, with_trace_label(config), signal)
+        spans = self._spans.get(row.server_model_id)
+        return events if spans is None else spans.observe(events)
 
     def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
         """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,
