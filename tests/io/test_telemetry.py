@@ -46,9 +46,9 @@ USAGE = UsageMetadata(cached_tokens=3, prompt_tokens=12, thoughts_tokens=4, resp
 
 
 @pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    """The spans of the test's own tracer provider (``provider`` gives it)."""
-    yield InMemorySpanExporter()
+def exporter() -> InMemorySpanExporter:
+    """The spans of the test's own tracer provider (``provider`` sends them here)."""
+    return InMemorySpanExporter()
 
 
 @pytest.fixture
@@ -123,6 +123,20 @@ async def test_client_span_has_the_genai_attributes_and_the_upstream_request_its
     assert [event.name for event in span.events] == ["mmsp.first_event"]
     assert span.status.status_code is StatusCode.UNSET
     assert span.parent is None
+    assert sim.requests[0].header("traceparent") == traceparent_of(span)
+
+
+@pytest.mark.anyio
+async def test_stateful_call_has_its_span_and_keeps_its_turn(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
+    async with (Simulator.running(Reply.text(ANSWER)) as sim,
+                chat_client(sim, provider) as client):
+        await drain(client.streaming_response_stateful(UniMessage.user(QUESTION)))
+        assert len(client.get_history()) == 2
+    span = one_span(exporter)
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.response.finish_reasons"] == ("stop",)
     assert sim.requests[0].header("traceparent") == traceparent_of(span)
 
 
