@@ -12,6 +12,15 @@ Every refusal is a ``ConfigError`` whose message names the file and the cell
 row's client, the last check of 07 §2, is the gateway's (``mmsp_io.server.handler.Gateway``),
 which names the row the same way.
 
+Rows sharing a ``server_model_id`` form a *group* (08 D77, which lifts 07 §2's uniqueness rule
+for groups): a request is served by one of them, the next one tried when a row fails with a
+retryable error before its first public event (``mmsp_io.server.failover``). Two more columns
+tune it: ``weight`` (a number above 0) makes the group's order a weighted pick, every row
+without one weighing 1 (no row of the group with a ``weight``: file order), and
+``cooldown_s`` (at least 0; 30 when absent) is how long a row that failed so is passed over.
+Two rows of a group that are the same in every column are refused: the second would add
+nothing but a retry.
+
 Four optional objects tune the gateway:
 
 - ``metrics``: ``{"show_errors": bool, "token": str}``. ``GET /v1/metrics`` leaves out the
@@ -71,7 +80,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
@@ -82,8 +91,8 @@ from adapters import ModelPricing
 from .._telemetry import Telemetry
 from ..remote_images import RemoteImages
 
-__all__ = ["GATEWAY_IMAGES", "Budget", "ConfigError", "KeyRow", "ModelRow", "ServerConfig",
-           "StoreSettings", "load_config", "read_config", "resolve_config"]
+__all__ = ["DEFAULT_COOLDOWN_S", "GATEWAY_IMAGES", "Budget", "ConfigError", "KeyRow", "ModelRow",
+           "ServerConfig", "StoreSettings", "load_config", "read_config", "resolve_config"]
 
 #: The keys of the file's top level (module doc).
 _TOP_LEVEL: Final = ("models", "api_keys", "keys", "store", "metrics", "remote_images",
@@ -91,7 +100,9 @@ _TOP_LEVEL: Final = ("models", "api_keys", "keys", "store", "metrics", "remote_i
 _REQUIRED: Final = ("model_id", "api_key", "server_model_id")
 _OPTIONAL: Final = ("base_url", "client_type")
 _LISTS: Final = ("extra_body_keys",)
-_COLUMNS: Final = (*_REQUIRED, *_OPTIONAL, *_LISTS, "pricing")
+_COLUMNS: Final = (*_REQUIRED, *_OPTIONAL, *_LISTS, "pricing", "weight", "cooldown_s")
+#: Seconds a row that failed over is passed over when its ``cooldown_s`` is absent (08 D77).
+DEFAULT_COOLDOWN_S: Final = 30.0
 _PRICES: Final = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
 _PRICING: Final = ("currency", *_PRICES)
 _KEY_FIELDS: Final = ("name", "key", "key_sha256", "models", "rpm", "tpm", "budget", "tags")
@@ -142,6 +153,11 @@ class ModelRow:
     extra_body_keys: tuple[str, ...] = ()
     #: The ``pricing`` column (USD); ``None``: the catalog's price, if any (module doc).
     pricing: ModelPricing | None = None
+    #: The ``weight`` column: its share of a weighted group's picks; ``None``: not given
+    #: (module doc, 08 D77).
+    weight: float | None = None
+    #: The ``cooldown_s`` column: seconds the row is passed over after it failed (08 D77).
+    cooldown_s: float = DEFAULT_COOLDOWN_S
 
 
 @final
@@ -199,6 +215,7 @@ class ServerConfig:
     """A validated configuration: the rows in file order, the accepted bearer tokens and the
     gateway's settings (module doc)."""
 
+    #: The rows in file order; those of a group share a ``server_model_id`` (08 D77).
     models: tuple[ModelRow, ...]
     #: Empty: an open server, every request accepted (07 §2).
     api_keys: tuple[str, ...] = attrs.field(default=(), repr=False)
@@ -264,8 +281,9 @@ def resolve_config(
         ConfigError: a key is unknown (at the top, in a row, in ``metrics``,
             ``remote_images`` or ``telemetry``); ``models`` is not a non-empty list of
             objects; a required column is not a non-empty string; an optional column is not
-            a string; ``extra_body_keys`` is not a list of non-empty strings; a
-            ``server_model_id`` repeats; ``api_keys`` is not a list of non-empty strings; a
+            a string; ``extra_body_keys`` is not a list of non-empty strings; ``weight`` or
+            ``cooldown_s`` is not a number in range; a row repeats another in every column
+            (08 D77); ``api_keys`` is not a list of non-empty strings; a
             reference is malformed or names a variable that is unset or empty; ``metrics``,
             ``remote_images``, ``telemetry``, ``store``, an entry of ``keys`` or a ``pricing``
             column is not an object of the values the module doc lists; a key's name or key
@@ -284,14 +302,11 @@ def resolve_config(
     if not isinstance(models, list) or not models:
         raise fail("models must be a non-empty list of model rows.")
     rows: list[ModelRow] = []
-    seen: dict[str, int] = {}
     for index, row in enumerate(models):
         rows.append(_row(row, f"models[{index}]", env, fail))
-        served = rows[-1].server_model_id
-        if served in seen:
-            raise fail(f"models[{index}].server_model_id {served!r} repeats "
-                       f"models[{seen[served]}].server_model_id.")
-        seen[served] = index
+        if rows[-1] in rows[:-1]:  # the rows of a group must differ (module doc)
+            raise fail(f"models[{index}] repeats models[{rows.index(rows[-1])}] in every "
+                       f"column; the rows of a group must differ.")
     keys = document.get("api_keys")
     if keys is None:
         keys = []
@@ -308,7 +323,8 @@ def resolve_config(
                         show_errors=_flag(metrics, "metrics.show_errors", False, fail),
                         remote_images=_remote_images(document, fail),
                         connections=_connections(document, fail),
-                        keys=_keys(document.get("keys"), tokens, seen, env, fail),
+                        keys=_keys(document.get("keys"), tokens,
+                                   {row.server_model_id for row in rows}, env, fail),
                         store=_store(document, env, fail),
                         metrics_token=_metrics_token(metrics, env, fail),
                         telemetry=_telemetry(document, fail))
@@ -434,6 +450,10 @@ def _row(row: Any, where: str, env: Mapping[str, str], fail: _Fail) -> ModelRow:
         client_type=cells["client_type"],
         extra_body_keys=_strings(row.get("extra_body_keys"), f"{where}.extra_body_keys", fail),
         pricing=_pricing(row.get("pricing"), f"{where}.pricing", fail),
+        weight=None if row.get("weight") is None else float(
+            _number(row["weight"], f"{where}.weight", fail)),
+        cooldown_s=DEFAULT_COOLDOWN_S if row.get("cooldown_s") is None else float(
+            _number(row["cooldown_s"], f"{where}.cooldown_s", fail, zero=True)),
     )
 
 
@@ -468,7 +488,7 @@ def _pricing(value: Any, cell: str, fail: _Fail) -> ModelPricing | None:
                         prices["response_tokens"], prices.get("cached_tokens"))
 
 
-def _keys(value: Any, tokens: list[str], served: Mapping[str, int],
+def _keys(value: Any, tokens: list[str], served: Collection[str],
           env: Mapping[str, str], fail: _Fail) -> tuple[KeyRow, ...]:
     """The ``keys`` list (module doc); ``tokens`` are the ``api_keys`` entries, which no key
     may repeat, ``served`` the ``server_model_id`` values."""
@@ -492,7 +512,7 @@ def _keys(value: Any, tokens: list[str], served: Mapping[str, int],
     return tuple(rows)
 
 
-def _key_row(entry: Any, where: str, served: Mapping[str, int], env: Mapping[str, str],
+def _key_row(entry: Any, where: str, served: Collection[str], env: Mapping[str, str],
              fail: _Fail) -> KeyRow:
     """One entry of ``keys`` (module doc)."""
     if not isinstance(entry, Mapping):

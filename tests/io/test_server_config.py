@@ -75,9 +75,9 @@ INVALID: list[tuple[Any, dict[str, str], str]] = [
      "models[0].client_type must be a string."),
     ({"models": [{**ROW, "base_ur": "http://x"}]}, {},
      "models[0] has unknown columns ['base_ur']; the columns are model_id, api_key, "
-     "server_model_id, base_url, client_type, extra_body_keys, pricing."),
+     "server_model_id, base_url, client_type, extra_body_keys, pricing, weight, cooldown_s."),
     ({"models": [ROW, {**ROW, "model_id": "gpt-4o"}, ROW]}, {},
-     "models[1].server_model_id 'fast' repeats models[0].server_model_id."),
+     "models[2] repeats models[0] in every column; the rows of a group must differ."),
     ({"models": [ROW, {**ROW, "server_model_id": "b", "api_key": "$X"}]}, {},
      "models[1].api_key references $X, which is not set in the environment."),
     ({"models": [{**ROW, "base_url": "${EMPTY}"}]}, {"EMPTY": ""},
