@@ -19,32 +19,14 @@ when the caller leaves. Nothing here knows which front end runs it.
    at a front door (``doors``, 08 D73), read by the door of the protocol whose route it is, its
    refusals in that protocol's error body. The operator's routes outside ``/v1``
    (``/healthz``, ``/readyz``, ``/metrics``) are answered before it (``health``).
-2. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
-   by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
-   waits for the buffer to empty and is then held alone). The *producer* first refuses the
-   ``extra_body`` keys the row does not forward (below), then runs the row client's stateless
-   ``streaming_response(messages, config, signal)`` and puts the frames of each public event
-   in the buffer, as the stream's encoding writes them. ``POST /v1/stream``'s
-   (``_MMSPStream``) is ``data: <json>`` per event, ending with ``data: [DONE]``; every error
-   the client raises, those raised before any provider request included, becomes one
-   ``data: {"error": <wire error>}`` frame under status 200 (07 §4, 03 §3). A front door's
-   (``doors.DoorStream``) is the protocol's SSE, its head sent only when the upstream answered
-   (an error first is an HTTP error in the protocol's body), an error after it written in the
-   stream as the protocol does. The *writer* takes frames out and sends them; while no frame
-   is ready it sends ``: keep-alive`` every ``keepalive`` seconds. A ``FrontCall`` with
-   ``stream: false`` collects the call's done items and stop and answers the protocol's whole
-   JSON response (``Gateway._whole``).
-3. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
-   waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
-   seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
-   upstream call and cuts the connection.
-4. A caller that leaves cancels the handler (the front end does it): the producer's
-   ``aclosing`` closes the upstream response at once, and the signal is aborted with
-   ``"client disconnected"``. Cleanup aborts every request's signal with ``"request ended"``
-   (03 §4).
-5. ``abort_streams(reason)`` (graceful shutdown) aborts the upstream call of every stream in
-   flight: on ``/v1/stream`` each writes ``data: [DONE]`` only, as a cancelled call does
-   (07 §4); a front door writes its protocol's error, never a clean end.
+2. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by ``relay``: a
+   producer running the row's call (``Gateway._call``) and a writer sending its frames to the
+   caller, joined by a bounded buffer, with keep-alives, an idle caller cut off, a leaving
+   caller's upstream call closed, and ``abort_streams`` for a graceful shutdown. A
+   ``FrontCall`` with ``stream: false`` is answered whole (``whole``).
+3. Every call is tracked while it runs (``Gateway._flight``): its signal is aborted when it
+   ends, with ``"client disconnected"`` first when the caller left, then ``"request ended"``
+   (03 §4); its outcome is counted.
 
 Whether a refused request reached a provider: it did not; nothing before step 2 sends
 anything upstream.
@@ -74,14 +56,12 @@ What a caller may make the gateway do is bounded by the operator's configuration
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 from typing import Any, Final, Protocol, final
 
 import anyio
@@ -90,17 +70,8 @@ import attrs
 import httpx
 
 from adapters import FrontDoor, FrontRequest
-from mmsp_core.errors import (
-    AbortedError,
-    IncompleteStreamError,
-    MMSPError,
-    UnsupportedParameterError,
-    preview,
-    redact,
-)
-from mmsp_core.messages import concat_uni_events_to_uni_message
-from mmsp_core.model import DoneItem, UniConfig, UniEvent, UniMessage
-from mmsp_core.wire import to_wire
+from mmsp_core.errors import MMSPError, UnsupportedParameterError, preview, redact
+from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
 from .._telemetry import Spans, caller_context, telemetry_setting
 from .._transport import fast_http_client
@@ -109,21 +80,15 @@ from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request, is_loopback_host, names_loopback_host
 from ..tracer import with_trace_label
-from .answers import JSON, SSE_HEADERS, Answer, json_answer, refusal, wire_error
+from .answers import JSON, Answer, json_answer, refusal, wire_error
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
-from .doors import (
-    DoorStream,
-    as_mmsp_error,
-    door_error,
-    door_refusal,
-    front_doors,
-    ignored_fields_header,
-    model_list,
-)
+from .doors import DoorStream, door_refusal, front_doors, model_list
 from .health import operational_answer
 from .limits import limiter_for
 from .metrics import Metrics, Tally
 from .prometheus import prometheus_for
+from .relay import MMSPStream, stream
+from .whole import whole
 
 __all__ = ["MAX_BODY_BYTES", "Answer", "FrontCall", "Gateway", "Output", "StreamCall", "refusal",
            "wire_error"]
@@ -134,19 +99,9 @@ _logger = logging.getLogger("mmsp_io")
 MAX_BODY_BYTES: Final = 50 * 1024 * 1024
 DEFAULT_KEEPALIVE: Final = 15.0
 DEFAULT_IDLE_TIMEOUT: Final = 120.0
-#: Bytes of frames a stream holds between its upstream call and its caller (module doc,
-#: steps 2 and 3).
-_BUFFERED_BYTES: Final = 1024 * 1024
-#: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
-_PIECE: Final = 64 * 1024
 #: Idle connections each row's HTTP client keeps to its provider, 30 s each; the requests in
 #: flight are not capped.
 _UPSTREAM_KEEPALIVE: Final = 64
-
-_DONE: Final = b"data: [DONE]\n\n"
-_KEEPALIVE: Final = b": keep-alive\n\n"
-#: What a send to a caller who went away raises.
-_GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 class Output(Protocol):
@@ -191,12 +146,6 @@ class FrontCall:
     key: KeyRow | None = None
 
 
-def _frame(document: Mapping[str, Any]) -> bytes:
-    """One SSE event ``data: <json>`` (non-ASCII kept; the JSON holds no line break)."""
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode() + b"\n\n"
-
-
 def _media_type(value: str | None) -> str:
     return (value or "").partition(";")[0].strip().lower()
 
@@ -226,127 +175,13 @@ def _refusal(
 
 @final
 @attrs.define
-class _Flight:
+class Flight:
     """One call in flight (``Gateway._flight``); ``delivered`` once the caller has the whole
     answer."""
 
     signal: AbortSignal
     tally: Tally
     delivered: bool = False
-
-
-@final
-class _Frames:
-    """The frames between a stream's producer and its writer: at most ``limit`` bytes, but a
-    frame larger than that is held alone (module docstring, step 2). One producer, one writer.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._frames: collections.deque[bytes] = collections.deque()
-        self._held = 0
-        self._closed = False
-        #: The event a waiting side waits on (the producer for room, the writer for a frame,
-        #: never both at once); made only when one waits.
-        self._changed: anyio.Event | None = None
-
-    async def _wait(self) -> None:
-        if self._changed is None:
-            self._changed = anyio.Event()
-        await self._changed.wait()
-
-    def _notify(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
-
-    async def put(self, frame: bytes) -> None:
-        """Queue ``frame`` once there is room for it (or nothing else is held)."""
-        while self._frames and self._held + len(frame) > self._limit:
-            await self._wait()
-        self._frames.append(frame)
-        self._held += len(frame)
-        self._notify()
-
-    def close(self) -> None:
-        """No more frames: ``get`` returns ``None`` once the queued ones are taken."""
-        self._closed = True
-        self._notify()
-
-    async def ready(self) -> None:
-        """Wait until a frame is queued or none will come (``close``), taking nothing."""
-        while not self._frames and not self._closed:
-            await self._wait()
-
-    async def get(self) -> bytes | None:
-        """The next frame, waiting for one; ``None`` after the last one (``close``)."""
-        await self.ready()
-        if not self._frames:
-            return None
-        frame = self._frames.popleft()
-        self._held -= len(frame)
-        self._notify()
-        return frame
-
-
-class _Encoding(Protocol):
-    """How one stream's events reach its caller: ``_MMSPStream`` for ``POST /v1/stream``,
-    ``doors.DoorStream`` for a front door (module docstring, step 2)."""
-
-    #: The head's headers.
-    @property
-    def headers(self) -> Sequence[tuple[str, str]]: ...
-
-    #: Whether the head waits for the upstream's answer: the first frame, or ``refusal``.
-    @property
-    def deferred(self) -> bool: ...
-
-    #: The whole answer sent instead of a deferred head: the stream failed before it began.
-    @property
-    def refusal(self) -> Answer | None: ...
-
-    def event(self, event: UniEvent, /) -> bytes:
-        """The frames of a public event."""
-        ...
-
-    def failure(self, exc: Exception, /) -> bytes:
-        """The last frames of a call that raised ``exc``."""
-        ...
-
-    def aborted(self, exc: AbortedError, /) -> bytes:
-        """The last frames of an aborted call (shutdown, an idle caller)."""
-        ...
-
-    def end(self) -> bytes:
-        """The last frames of a call that ended with its stop."""
-        ...
-
-
-@final
-class _MMSPStream:
-    """``POST /v1/stream``'s frames (07 §4): the head at once, each event as ``data: <json>``,
-    an error as one ``data: {"error": ...}`` frame, then ``data: [DONE]``; an aborted call
-    writes ``[DONE]`` only. ``secret`` (the row's key) is redacted from an error that is no
-    MMSP error."""
-
-    headers: Final = SSE_HEADERS
-    deferred: Final = False
-    refusal: Final = None
-
-    def __init__(self, secret: str) -> None:
-        self._secret = secret
-
-    def event(self, event: UniEvent) -> bytes:
-        return _frame(to_wire(event))
-
-    def failure(self, exc: Exception) -> bytes:
-        return _frame(wire_error(exc, self._secret)) + _DONE
-
-    def aborted(self, exc: AbortedError) -> bytes:
-        return _DONE
-
-    def end(self) -> bytes:
-        return _DONE
 
 
 @final
@@ -602,27 +437,27 @@ class Gateway:
         if isinstance(decision, Answer):
             await out.respond(decision.status, decision.headers, decision.body)
         elif isinstance(decision, StreamCall):
-            await self._stream(decision.row, decision.messages, decision.config, out,
-                               _MMSPStream(decision.row.api_key), decision.key)
+            await stream(self, decision.row, decision.messages, decision.config, out,
+                         MMSPStream(decision.row.api_key), decision.key)
         elif decision.request.stream:
             row, read = decision.row, decision.request
             client_type = self._clients[row.server_model_id].client_type
             encoding = DoorStream(decision.door, row.server_model_id, read.ignored,
                                   client=client_type, secret=row.api_key)
-            await self._stream(row, read.messages, read.config, out, encoding, decision.key)
+            await stream(self, row, read.messages, read.config, out, encoding, decision.key)
         else:
-            await self._whole(decision, out)
+            await whole(self, decision, out)
 
     @contextlib.asynccontextmanager
     async def _flight(
         self, row: ModelRow, out: Output, key: KeyRow | None
-    ) -> AsyncIterator[_Flight]:
+    ) -> AsyncIterator[Flight]:
         """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
         ``"client disconnected"`` first when the caller left before it had the whole answer,
         its tally ends with the outcome (counted for Prometheus too, ``prometheus``), and the
         usage of its stop, if one was sent, counts against ``key``'s limits (08 D75; shielded,
         within the store's timeout)."""
-        flight = _Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
+        flight = Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
         self._signals.add(flight.signal)
         if self.prometheus is not None:
             self.prometheus.began(row)
@@ -672,126 +507,6 @@ class Gateway:
             _logger.error("%s: the row's client failed: %s: %s", row.server_model_id,
                           error["type"], error["message"])
         tally.failed(error["message"])
-
-    async def _stream(
-        self,
-        row: ModelRow,
-        messages: Sequence[UniMessage | Mapping[str, Any]],
-        config: UniConfig | Mapping[str, Any] | None,
-        out: Output,
-        encoding: _Encoding,
-        key: KeyRow | None,
-    ) -> None:
-        """Steps 2-4 of the module docstring for one accepted call of ``key``. A deferred head
-        (a front door's, 08 D73) is sent when the upstream answered: with the first frame, or
-        as the whole ``encoding.refusal`` when the call failed first."""
-        async with self._flight(row, out, key) as flight:
-            if not encoding.deferred:
-                await out.start(200, encoding.headers)
-            frames = _Frames(_BUFFERED_BYTES)
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._produce, row, messages, config, flight, frames,
-                                 encoding)
-                if encoding.deferred:
-                    await frames.ready()
-                    refused = encoding.refusal
-                    if refused is not None:
-                        await out.respond(refused.status, refused.headers, refused.body)
-                    else:
-                        await out.start(200, encoding.headers)
-                    flight.delivered = refused is not None
-                if not flight.delivered:
-                    flight.delivered = await self._write(frames, out, flight)
-                tasks.cancel_scope.cancel()
-
-    async def _produce(
-        self,
-        row: ModelRow,
-        messages: Sequence[UniMessage | Mapping[str, Any]],
-        config: UniConfig | Mapping[str, Any] | None,
-        flight: _Flight,
-        frames: _Frames,
-        encoding: _Encoding,
-    ) -> None:
-        """Run the row's call and queue the frames of its events, then its last frames as
-        ``encoding`` writes the end, an error or an abort (shutdown, an idle caller)."""
-        try:
-            async with aclosing(self._call(row, messages, config, flight.signal)) as events:
-                async for event in events:
-                    flight.tally.event(stop=event.event_type == "stop",
-                                       usage=event.usage_metadata)
-                    await frames.put(encoding.event(event))
-            last = encoding.end()
-        except AbortedError as exc:
-            flight.tally.failed(str(exc))
-            last = encoding.aborted(exc)
-        except Exception as exc:  # /v1/stream: one event under status 200 (07 §4)
-            self._failed(row, exc, flight.tally)
-            last = encoding.failure(exc)
-        await frames.put(last)
-        frames.close()
-
-    async def _whole(self, call: FrontCall, out: Output) -> None:
-        """A front door's ``stream: false`` (08 D73): the protocol's whole JSON response built
-        from the call's done items and stop only, or its error as an HTTP status and the
-        protocol's error body (``doors.door_error``). A caller that takes nothing of it for
-        ``idle_timeout`` seconds is cut off."""
-        async with self._flight(call.row, out, call.key) as flight:
-            answer = await self._collect(call, flight)
-            with anyio.move_on_after(self.idle_timeout) as timer:
-                await out.respond(answer.status, answer.headers, answer.body)
-            if timer.cancelled_caught:
-                flight.tally.failed(f"the caller read nothing for {self.idle_timeout:g} s")
-                await out.cut()
-            flight.delivered = not timer.cancelled_caught
-
-    async def _collect(self, call: FrontCall, flight: _Flight) -> Answer:
-        """The answer of a front door's ``stream: false`` call (``_whole``)."""
-        row, read = call.row, call.request
-        client_type = self._clients[row.server_model_id].client_type
-        kept: list[UniEvent] = []  # the done items' events and the stop, no delta
-        try:
-            async with aclosing(self._call(row, read.messages, read.config,
-                                           flight.signal)) as events:
-                async for event in events:
-                    flight.tally.event(stop=event.event_type == "stop",
-                                       usage=event.usage_metadata)
-                    if event.event_type == "stop" or isinstance(event.content_items[0],
-                                                                DoneItem):
-                        kept.append(event)
-            message = concat_uni_events_to_uni_message(kept)
-            usage, finish = message.usage_metadata, message.finish_reason
-            if usage is None or finish is None:  # the public stream always ends with both
-                raise IncompleteStreamError(client_type, ("usage", "finish_reason"))
-            document = call.door.response(message.content_items, usage, finish,
-                                          model=row.server_model_id)
-        except Exception as exc:
-            self._failed(row, exc, flight.tally)
-            return door_error(call.door, as_mmsp_error(exc, client_type, row.api_key))
-        return json_answer(200, document, ignored_fields_header(read.ignored))
-
-    async def _write(self, frames: _Frames, out: Output, flight: _Flight) -> bool:
-        """Send the queued frames, keep-alives while none is ready (steps 2 and 3); return
-        at the end of the stream (``True``: every frame was sent), once the caller is gone, or
-        after cutting an idle caller."""
-        while True:
-            frame: bytes | None = _KEEPALIVE
-            with anyio.move_on_after(self.keepalive):
-                frame = await frames.get()
-            if frame is None:
-                return True
-            for start in range(0, len(frame), _PIECE):
-                with anyio.move_on_after(self.idle_timeout) as timer:
-                    try:
-                        await out.send(frame[start : start + _PIECE])
-                    except _GONE:  # the front end has seen it: client_gone is set
-                        return False
-                if timer.cancelled_caught:
-                    reason = f"the caller read nothing for {self.idle_timeout:g} s"
-                    flight.signal.abort(reason)
-                    flight.tally.failed(reason)
-                    await out.cut()
-                    return False
 
     def abort_streams(self, reason: str) -> None:
         """Abort the upstream call of every stream in flight (module docstring, step 5)."""

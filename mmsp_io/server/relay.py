@@ -1,0 +1,272 @@
+"""The gateway's streams: steps 2-5 of ``handler``'s theory of operation (spec 07 §4, 08 D73).
+
+1. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
+   by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
+   waits for the buffer to empty and is then held alone). The *producer* runs the row's call
+   (``Gateway._call``, which first refuses the ``extra_body`` keys the row does not forward)
+   and puts the frames of each public event in the buffer, as the stream's encoding writes
+   them. ``POST /v1/stream``'s (``MMSPStream``) is ``data: <json>`` per event, ending with
+   ``data: [DONE]``; every error the client raises, those raised before any provider request
+   included, becomes one ``data: {"error": <wire error>}`` frame under status 200 (07 §4,
+   03 §3). A front door's (``doors.DoorStream``) is the protocol's SSE, its head sent only
+   when the upstream answered (an error first is an HTTP error in the protocol's body), an
+   error after it written in the stream as the protocol does. The *writer* takes frames out
+   and sends them; while no frame is ready it sends ``: keep-alive`` every ``keepalive``
+   seconds.
+2. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
+   waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
+   seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
+   upstream call and cuts the connection.
+3. A caller that leaves cancels the handler (the front end does it): the producer's
+   ``aclosing`` closes the upstream response at once, and the signal is aborted with
+   ``"client disconnected"`` (``Gateway._flight``).
+4. ``Gateway.abort_streams(reason)`` (graceful shutdown) aborts the upstream call of every
+   stream in flight: on ``/v1/stream`` each writes ``data: [DONE]`` only, as a cancelled call
+   does (07 §4); a front door writes its protocol's error, never a clean end.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
+
+import anyio
+
+from mmsp_core.errors import AbortedError
+from mmsp_core.model import UniConfig, UniEvent, UniMessage
+from mmsp_core.wire import to_wire
+
+from .answers import SSE_HEADERS, Answer, wire_error
+from .config import KeyRow, ModelRow
+
+if TYPE_CHECKING:
+    from .handler import Flight, Gateway, Output
+
+__all__ = ["Encoding", "MMSPStream", "stream"]
+
+#: Bytes of frames a stream holds between its upstream call and its caller (module doc,
+#: steps 1 and 2).
+_BUFFERED_BYTES: Final = 1024 * 1024
+#: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
+_PIECE: Final = 64 * 1024
+
+_DONE: Final = b"data: [DONE]\n\n"
+_KEEPALIVE: Final = b": keep-alive\n\n"
+#: What a send to a caller who went away raises.
+_GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+def _frame(document: Mapping[str, Any]) -> bytes:
+    """One SSE event ``data: <json>`` (non-ASCII kept; the JSON holds no line break)."""
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return b"data: " + text.encode() + b"\n\n"
+
+
+@final
+class _Frames:
+    """The frames between a stream's producer and its writer: at most ``limit`` bytes, but a
+    frame larger than that is held alone (module docstring, step 1). One producer, one writer.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._held = 0
+        self._closed = False
+        #: The event a waiting side waits on (the producer for room, the writer for a frame,
+        #: never both at once); made only when one waits.
+        self._changed: anyio.Event | None = None
+
+    async def _wait(self) -> None:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def put(self, frame: bytes) -> None:
+        """Queue ``frame`` once there is room for it (or nothing else is held)."""
+        while self._frames and self._held + len(frame) > self._limit:
+            await self._wait()
+        self._frames.append(frame)
+        self._held += len(frame)
+        self._notify()
+
+    def close(self) -> None:
+        """No more frames: ``get`` returns ``None`` once the queued ones are taken."""
+        self._closed = True
+        self._notify()
+
+    async def ready(self) -> None:
+        """Wait until a frame is queued or none will come (``close``), taking nothing."""
+        while not self._frames and not self._closed:
+            await self._wait()
+
+    async def get(self) -> bytes | None:
+        """The next frame, waiting for one; ``None`` after the last one (``close``)."""
+        await self.ready()
+        if not self._frames:
+            return None
+        frame = self._frames.popleft()
+        self._held -= len(frame)
+        self._notify()
+        return frame
+
+
+class Encoding(Protocol):
+    """How one stream's events reach its caller: ``MMSPStream`` for ``POST /v1/stream``,
+    ``doors.DoorStream`` for a front door (module docstring, step 1)."""
+
+    #: The head's headers.
+    @property
+    def headers(self) -> Sequence[tuple[str, str]]: ...
+
+    #: Whether the head waits for the upstream's answer: the first frame, or ``refusal``.
+    @property
+    def deferred(self) -> bool: ...
+
+    #: The whole answer sent instead of a deferred head: the stream failed before it began.
+    @property
+    def refusal(self) -> Answer | None: ...
+
+    def event(self, event: UniEvent, /) -> bytes:
+        """The frames of a public event."""
+        ...
+
+    def failure(self, exc: Exception, /) -> bytes:
+        """The last frames of a call that raised ``exc``."""
+        ...
+
+    def aborted(self, exc: AbortedError, /) -> bytes:
+        """The last frames of an aborted call (shutdown, an idle caller)."""
+        ...
+
+    def end(self) -> bytes:
+        """The last frames of a call that ended with its stop."""
+        ...
+
+
+@final
+class MMSPStream:
+    """``POST /v1/stream``'s frames (07 §4): the head at once, each event as ``data: <json>``,
+    an error as one ``data: {"error": ...}`` frame, then ``data: [DONE]``; an aborted call
+    writes ``[DONE]`` only. ``secret`` (the row's key) is redacted from an error that is no
+    MMSP error."""
+
+    headers: Final = SSE_HEADERS
+    deferred: Final = False
+    refusal: Final = None
+
+    def __init__(self, secret: str) -> None:
+        self._secret = secret
+
+    def event(self, event: UniEvent) -> bytes:
+        return _frame(to_wire(event))
+
+    def failure(self, exc: Exception) -> bytes:
+        return _frame(wire_error(exc, self._secret)) + _DONE
+
+    def aborted(self, exc: AbortedError) -> bytes:
+        return _DONE
+
+    def end(self) -> bytes:
+        return _DONE
+
+
+async def stream(
+    gateway: Gateway,
+    row: ModelRow,
+    messages: Sequence[UniMessage | Mapping[str, Any]],
+    config: UniConfig | Mapping[str, Any] | None,
+    out: Output,
+    encoding: Encoding,
+    key: KeyRow | None,
+) -> None:
+    """Steps 1-3 of the module docstring for one accepted call of ``key`` to ``row``, tracked
+    by ``gateway`` (``Gateway._flight``). A deferred head (a front door's, 08 D73) is sent
+    when the upstream answered: with the first frame, or as the whole ``encoding.refusal``
+    when the call failed first.
+
+    Raises:
+        anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while the
+            head was being sent.
+    """
+    async with gateway._flight(row, out, key) as flight:
+        if not encoding.deferred:
+            await out.start(200, encoding.headers)
+        frames = _Frames(_BUFFERED_BYTES)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_produce, gateway, row, messages, config, flight, frames,
+                             encoding)
+            if encoding.deferred:
+                await frames.ready()
+                refused = encoding.refusal
+                if refused is not None:
+                    await out.respond(refused.status, refused.headers, refused.body)
+                else:
+                    await out.start(200, encoding.headers)
+                flight.delivered = refused is not None
+            if not flight.delivered:
+                flight.delivered = await _write(frames, out, flight, gateway.keepalive,
+                                                gateway.idle_timeout)
+            tasks.cancel_scope.cancel()
+
+
+async def _produce(
+    gateway: Gateway,
+    row: ModelRow,
+    messages: Sequence[UniMessage | Mapping[str, Any]],
+    config: UniConfig | Mapping[str, Any] | None,
+    flight: Flight,
+    frames: _Frames,
+    encoding: Encoding,
+) -> None:
+    """Run the row's call and queue the frames of its events, then its last frames as
+    ``encoding`` writes the end, an error or an abort (shutdown, an idle caller)."""
+    try:
+        async with aclosing(gateway._call(row, messages, config, flight.signal)) as events:
+            async for event in events:
+                flight.tally.event(stop=event.event_type == "stop",
+                                   usage=event.usage_metadata)
+                await frames.put(encoding.event(event))
+        last = encoding.end()
+    except AbortedError as exc:
+        flight.tally.failed(str(exc))
+        last = encoding.aborted(exc)
+    except Exception as exc:  # /v1/stream: one event under status 200 (07 §4)
+        gateway._failed(row, exc, flight.tally)
+        last = encoding.failure(exc)
+    await frames.put(last)
+    frames.close()
+
+
+async def _write(
+    frames: _Frames, out: Output, flight: Flight, keepalive: float, idle_timeout: float
+) -> bool:
+    """Send the queued frames, a keep-alive after each ``keepalive`` seconds none is ready
+    (steps 1 and 2); return at the end of the stream (``True``: every frame was sent), once
+    the caller is gone, or after cutting a caller idle for ``idle_timeout`` seconds."""
+    while True:
+        frame: bytes | None = _KEEPALIVE
+        with anyio.move_on_after(keepalive):
+            frame = await frames.get()
+        if frame is None:
+            return True
+        for start in range(0, len(frame), _PIECE):
+            with anyio.move_on_after(idle_timeout) as timer:
+                try:
+                    await out.send(frame[start : start + _PIECE])
+                except _GONE:  # the front end has seen it: client_gone is set
+                    return False
+            if timer.cancelled_caught:
+                reason = f"the caller read nothing for {idle_timeout:g} s"
+                flight.signal.abort(reason)
+                flight.tally.failed(reason)
+                await out.cut()
+                return False
