@@ -10,7 +10,8 @@ What happens on a call (spec 02 §8-§9, 08 D20-D22, D24, D27, D37, D38, D47, D7
    (the argument or ``MMSP_TRACE_DIR``) a call without one is traced under a made id (08
    D78, ``tracer.new_trace_id``), but on a gateway's client, which the gateway traces. The
    plan's remote images are fetched (``mmsp_io._images``, 08 D37), and the request built with
-   the credentials and ``default_headers`` (``CallPlan.request``).
+   the credentials and ``default_headers`` (``CallPlan.request``). Steps 1-3 are
+   ``mmsp_io._calls.CallMaker``'s, with the client's settings.
 4. The attempt loop (``mmsp_io._attempts``) streams it, retrying what fails before the first
    event as the retry policy says (``mmsp_io._retry``, 08 D21, D60); at the stop, before it is
    yielded, the trace is written and the stateful turn recorded (its stop steps); a traced
@@ -39,7 +40,6 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-import anyio
 import attrs
 import httpx
 
@@ -48,12 +48,10 @@ from adapters.clients import (
     check_endpoint,
     client_spec,
     credentials,
-    join_url,
     list_models_headers,
     same_family,
 )
 from mmsp_core.errors import (
-    AbortedError,
     ConcurrentCallError,
     MalformedEventError,
     UnsupportedOperationError,
@@ -62,10 +60,10 @@ from mmsp_core.errors import (
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
 from . import tracer
-from ._attempts import Call, Sender, StopStep, TraceStep, now_ms, redacting
+from ._attempts import Call, Sender, redacting
 from ._bedrock import bedrock_auth
+from ._calls import CallMaker
 from ._cassettes import Recorder
-from ._images import fetch_images
 from ._listing import model_ids
 from ._settings import check_argument_types, check_base_url, debug_from_environment, env
 from ._telemetry import Spans, Telemetry, telemetry_setting
@@ -76,15 +74,6 @@ from .driver import Timeouts
 from .remote_images import IMAGE_LIMIT, RemoteImages
 
 __all__ = ["IMAGE_LIMIT", "AutoLLMClient"]
-
-
-def _merge_headers(*layers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """Later layers replace earlier headers of the same name, case-insensitively."""
-    merged: dict[str, tuple[str, str]] = {}
-    for layer in layers:
-        for name, value in layer:
-            merged[name.lower()] = (name, value)
-    return tuple(merged.values())
 
 
 def _gateway_error(
@@ -189,38 +178,51 @@ class AutoLLMClient:
         check_endpoint(self._client_type, model, self._base_url, self._api_key)
         # Bedrock (bedrock://<region>) authorizes each attempt at its own endpoint (08 D72).
         self._cloud = bedrock_auth(self._client_type, self._base_url, self._api_key, os.environ)
-        self._endpoint = self._cloud.base_url if self._cloud is not None else self._base_url
-        check_base_url(self._client_type, self._endpoint, self._api_key)
-        self._auth = adapters.auth_headers(self._client_type, self._api_key, self._base_url)
-        self._default_headers = tuple((default_headers or {}).items())
+        endpoint = self._cloud.base_url if self._cloud is not None else self._base_url
+        check_base_url(self._client_type, endpoint, self._api_key)
         spec = client_spec(self._client_type)
-        self._traits = adapters.protocol_traits(spec.speaks(model, self._base_url)[0])
+        traits = adapters.protocol_traits(spec.speaks(model, self._base_url)[0])
         self._owns_http = http_client is None
         self._http = http_client if http_client is not None else fast_http_client()
         self._timeouts = timeouts if timeouts is not None else Timeouts()
         # Vertex AI (a Vertex host or a service-account key) adds its OAuth token (08 D72).
         self._vertex = vertex_auth(self._client_type, self._base_url, self._api_key, os.environ,
                                    http=self._http, timeouts=self._timeouts)
-        record_dir = record_to if record_to is not None else env("MMSP_RECORD_DIR")
-        self._sender = Sender(
-            self._client_type, self._http, max_retries,
-            functools.partial(_gateway_error, self._client_type)
-            if self._traits.upstream_errors else None,
-            self._api_key,
-            self._cloud or self._vertex,
-            None if record_dir is None
-            else Recorder(Path(record_dir).absolute(), self._client_type, self._base_url),
+        self._sender = self._new_sender(max_retries, traits.upstream_errors, record_to)
+        self._calls = CallMaker(
+            client=self._client_type, model=model, base_url=self._base_url,
+            endpoint=endpoint, api_key=self._api_key,
+            auth=adapters.auth_headers(self._client_type, self._api_key, self._base_url),
+            default_headers=tuple((default_headers or {}).items()),
+            key_wins=traits.key_wins_over_default_headers,
+            strict=strict if strict is not None else debug_from_environment(),
+            http=self._http, timeouts=self._timeouts,
+            remote_images=remote_images if remote_images is not None else RemoteImages(),
+            trace_root=tracer.trace_dir(trace_dir),
+            trace_every_call=tracer.traces_every_call(trace_dir),
+            vertex=self._vertex, authorizer=self._sender.authorizer,
         )
-        self._strict = strict if strict is not None else debug_from_environment()
-        self._trace_root = tracer.trace_dir(trace_dir)
-        self._trace_every_call = tracer.traces_every_call(trace_dir)
-        self._remote_images = remote_images if remote_images is not None else RemoteImages()
         self._history: list[UniMessage] = []
         self._in_flight: _StatefulCall | None = None
         setting = telemetry_setting(telemetry, self._client_type)
         self._spans = None if setting is None else Spans(
             setting, client=self._client_type, model=model, base_url=self._base_url,
             api_key=self._api_key)
+
+    def _new_sender(
+        self, max_retries: int, upstream_errors: bool, record_to: str | os.PathLike[str] | None
+    ) -> Sender:
+        """The attempt loop's settings: retries, a gateway's own error for a non-2xx answer,
+        the secrets to hide, the cloud route's authorizer and the cassette recorder."""
+        record_dir = record_to if record_to is not None else env("MMSP_RECORD_DIR")
+        return Sender(
+            self._client_type, self._http, max_retries,
+            functools.partial(_gateway_error, self._client_type) if upstream_errors else None,
+            self._api_key,
+            self._cloud or self._vertex,
+            None if record_dir is None
+            else Recorder(Path(record_dir).absolute(), self._client_type, self._base_url),
+        )
 
     def __repr__(self) -> str:
         return (f"AutoLLMClient(model={self._model!r}, client_type={self._client_type!r}, "
@@ -294,7 +296,9 @@ class AutoLLMClient:
             ProviderHTTPError, ProviderConnectionError, StreamTimeoutError: after retries.
             MMSPError: whatever the stream raises (``IncompleteStreamError``, ...).
         """
-        return self._stream(functools.partial(self._call, messages, config, signal, timeouts, ()))
+        return self._stream(
+            functools.partial(self._calls.make, messages, config, signal, timeouts, ())
+        )
 
     async def streaming_response_stateful(
         self,
@@ -332,7 +336,7 @@ class AutoLLMClient:
             self._history.extend(turn)
             self._in_flight = None
 
-        prepare = functools.partial(self._call, [*self._history, message], config, signal,
+        prepare = functools.partial(self._calls.make, [*self._history, message], config, signal,
                                     timeouts, (record,))
         try:
             async with aclosing(self._stream(prepare)) as events:
@@ -348,59 +352,6 @@ class AutoLLMClient:
         if self._spans is None:
             return self._sender.stream(prepare)
         return self._spans.observe_call(self._sender.stream, prepare)
-
-    async def _call(
-        self,
-        messages: Sequence[UniMessage | Mapping[str, Any]],
-        config: UniConfig | Mapping[str, Any] | None,
-        signal: AbortSignal | None,
-        timeouts: Timeouts | None,
-        at_stop: tuple[StopStep, ...],
-    ) -> Call:
-        """Steps 1-3 of the module doc: everything decided before the first byte is sent;
-        ``at_stop`` runs at the stop after the trace is written.
-
-        Raises:
-            InvalidMessageError: a message that cannot be read or sent, or one without items.
-            UnsupportedParameterError: a config the client cannot send, or a ``trace_id``
-                outside the trace directory (08 D24).
-            AbortedError: ``signal`` was already aborted, or fired while fetching images.
-            UnsupportedContentError: an item the model cannot take.
-        """
-        client = self._client_type
-        started = anyio.current_time()
-        plan = adapters.prepare(client, self._model, messages, config, base_url=self._base_url,
-                                strict=self._strict, created_at=now_ms())
-        if self._vertex is not None:
-            plan = await self._vertex.prepare(plan)
-        if signal is not None and signal.aborted:
-            raise AbortedError(client, signal.reason)
-        # A gateway's client (no base preflight) leaves its calls to the gateway's traces, as
-        # it forwards their trace_id (07 §7, ``CallPlan.trace_id``).
-        every_call = self._trace_every_call and plan.protocol.traits.base_preflight
-        trace_id = plan.trace_id or (tracer.new_trace_id(self._model) if every_call else None)
-        trace = None
-        if trace_id:
-            tracer.trace_files(self._trace_root, trace_id, client)
-            trace = TraceStep(self._trace_root, trace_id, client, self._model, self._api_key,
-                              self._sender.authorizer)
-        call_timeouts = timeouts if timeouts is not None else self._timeouts
-        images = await fetch_images(self._http, self._remote_images, plan.image_urls,
-                                    client=client, signal=signal, timeouts=call_timeouts,
-                                    started=started)
-        request = plan.request(images)
-        request = attrs.evolve(request, headers=self._with_credentials(request.headers))
-        return Call(plan, request, join_url(self._endpoint, request.path), call_timeouts,
-                    signal, started, at_stop, trace)
-
-    def _with_credentials(
-        self, headers: Sequence[tuple[str, str]]
-    ) -> tuple[tuple[str, str], ...]:
-        """``headers`` with the credentials and ``default_headers`` over them: the defaults win,
-        except on a protocol whose key wins over them (a gateway's bearer token)."""
-        if self._traits.key_wins_over_default_headers:
-            return _merge_headers(headers, self._default_headers, self._auth)
-        return _merge_headers(headers, self._auth, self._default_headers)
 
     # -- list_models (spec 04 §5) ------------------------------------------------------------
 
@@ -422,7 +373,7 @@ class AutoLLMClient:
             cloud = "Amazon Bedrock" if self._cloud is not None else "Vertex AI"
             raise UnsupportedOperationError(client, "list_models",
                                             detail=f"{cloud} lists no models here")
-        headers = self._with_credentials(list_models_headers(client))
+        headers = self._calls.with_credentials(list_models_headers(client))
         with redacting(self._api_key):
             ids = await model_ids(self._http, client, self._base_url, headers=headers,
                                   timeouts=self._timeouts,
