@@ -70,7 +70,13 @@ import attrs
 import httpx
 
 from adapters import FrontDoor, FrontRequest
-from mmsp_core.errors import MMSPError, UnsupportedParameterError, preview, redact
+from mmsp_core.errors import (
+    MMSPError,
+    UnsupportedParameterError,
+    preview,
+    redact,
+    redact_error,
+)
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
 from .._telemetry import Spans, caller_context, telemetry_setting
@@ -83,6 +89,7 @@ from ..tracer import with_trace_label
 from .answers import JSON, Answer, json_answer, refusal, wire_error
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
 from .doors import DoorStream, door_refusal, front_doors, model_list
+from .failover import Group, fails_over, groups
 from .health import operational_answer
 from .limits import limiter_for
 from .metrics import Metrics, Tally
@@ -124,7 +131,8 @@ class Output(Protocol):
 @final
 @attrs.frozen
 class StreamCall:
-    """An accepted ``POST /v1/stream``: the row and what is forwarded to its client."""
+    """An accepted ``POST /v1/stream``: the row (the first of its group, 08 D77) and what is
+    forwarded to its client."""
 
     row: ModelRow
     messages: list[Any]
@@ -136,8 +144,8 @@ class StreamCall:
 @final
 @attrs.frozen
 class FrontCall:
-    """An accepted request at a front door (08 D73): the door, the row and what the door read
-    of the request."""
+    """An accepted request at a front door (08 D73): the door, the row (the first of its
+    group, 08 D77) and what the door read of the request."""
 
     door: FrontDoor
     row: ModelRow
@@ -181,7 +189,11 @@ class Flight:
 
     signal: AbortSignal
     tally: Tally
+    #: The row serving the call: the one its group tries now, the last one tried at the end.
+    row: ModelRow
     delivered: bool = False
+    #: The rows of its group that failed before their first event, in the order tried (08 D77).
+    failed_over: list[ModelRow] = attrs.field(factory=list)
 
 
 @final
@@ -219,23 +231,26 @@ class Gateway:
         self.keepalive = keepalive
         self.idle_timeout = idle_timeout
         self._http: list[httpx.AsyncClient] = []
-        self._clients: dict[str, AutoLLMClient] = {}
-        self._rows = {row.server_model_id: row for row in self.config.models}
+        self._clients: dict[ModelRow, AutoLLMClient] = {}
+        #: The rows of each served model, the order of a request's attempts (08 D77).
+        self.groups: dict[str, Group] = groups(self.config.models)
         try:  # the rows' clients take it as it is, MMSP_OTEL read once here
             self.telemetry = telemetry_setting(self.config.telemetry, "mmsp gateway")
         except MMSPError as exc:
             raise ConfigError(f"telemetry: {exc}") from exc
         for index, row in enumerate(self.config.models):
-            self._clients[row.server_model_id] = self._client(
+            self._clients[row] = self._client(
                 index, row, trace_dir=trace_dir, timeouts=timeouts, max_retries=max_retries)
-        #: The SERVER span of each row's requests (``mmsp_io._telemetry``); none when off.
-        self._spans = {} if self.telemetry is None else {
-            served: Spans(self.telemetry, client=client.client_type, model=client.model,
-                          base_url=client.base_url, api_key=self._rows[served].api_key,
-                          served_as=served)
-            for served, client in self._clients.items()}
-        base_urls = {row: self._clients[row.server_model_id].base_url
-                     for row in self.config.models}
+        #: The SERVER span of each served model's requests, described by its group's first row
+        #: (``mmsp_io._telemetry``); none when off.
+        self._spans: dict[str, Spans] = {}
+        for served, group in self.groups.items():
+            first = self._clients[group.rows[0]]
+            if self.telemetry is not None:
+                self._spans[served] = Spans(
+                    self.telemetry, client=first.client_type, model=first.model,
+                    base_url=first.base_url, api_key=group.rows[0].api_key, served_as=served)
+        base_urls = {row: client.base_url for row, client in self._clients.items()}
         self.limits = limiter_for(self.config, base_urls)
         #: ``GET /metrics``'s counts; ``None`` without prometheus-client (``health``).
         self.prometheus = prometheus_for(self.config, base_urls)
@@ -279,8 +294,8 @@ class Gateway:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The served model ids, in table order."""
-        return tuple(self._clients)
+        """The served model ids, in table order (a group's at its first row)."""
+        return tuple(self.groups)
 
     async def aclose(self) -> None:
         """Close the rows' HTTP clients and the limits' store."""
@@ -341,7 +356,7 @@ class Gateway:
             return self._stream_call(request)
         if route == ("GET", "/v1/models"):
             anthropic = request.header("anthropic-version") is not None
-            return json_answer(200, model_list(self._clients, self.metrics.started_at,
+            return json_answer(200, model_list(self.groups, self.metrics.started_at,
                                                anthropic=anthropic))
         if route == ("GET", "/v1/metrics"):
             return json_answer(200, self.metrics.snapshot())
@@ -375,9 +390,9 @@ class Gateway:
             param = exc.parameter if isinstance(exc, UnsupportedParameterError) else None
             return self._invalid(door, str(exc), param)
         key = self.key_of(request)
-        if read.model not in self._clients or (key is not None and not key.allows(read.model)):
+        if read.model not in self.groups or (key is not None and not key.allows(read.model)):
             return self._unknown_model(door, read.model)
-        return FrontCall(door, self._rows[read.model], read, key)
+        return FrontCall(door, self.groups[read.model].rows[0], read, key)
 
     def _stream_call(self, request: Request) -> Answer | StreamCall:
         """The refusals of 07 §4's table, in order, else the call to stream."""
@@ -398,9 +413,9 @@ class Gateway:
         if config is not None and not isinstance(config, dict):
             return invalid("config must be an object.")
         key = self.key_of(request)
-        if model not in self._clients or (key is not None and not key.allows(model)):
+        if model not in self.groups or (key is not None and not key.allows(model)):
             return self._unknown_model(None, model)
-        return StreamCall(self._rows[model], messages, config, key)
+        return StreamCall(self.groups[model].rows[0], messages, config, key)
 
     # -- step 2: answer ----------------------------------------------------------------------
 
@@ -441,7 +456,7 @@ class Gateway:
                          MMSPStream(decision.row.api_key), decision.key)
         elif decision.request.stream:
             row, read = decision.row, decision.request
-            client_type = self._clients[row.server_model_id].client_type
+            client_type = self._clients[row].client_type
             encoding = DoorStream(decision.door, row.server_model_id, read.ignored,
                                   client=client_type, secret=row.api_key)
             await stream(self, row, read.messages, read.config, out, encoding, decision.key)
@@ -454,10 +469,11 @@ class Gateway:
     ) -> AsyncIterator[Flight]:
         """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
         ``"client disconnected"`` first when the caller left before it had the whole answer,
-        its tally ends with the outcome (counted for Prometheus too, ``prometheus``), and the
-        usage of its stop, if one was sent, counts against ``key``'s limits (08 D75; shielded,
-        within the store's timeout)."""
-        flight = Flight(AbortSignal(), self.metrics.begin(row.server_model_id))
+        its tally ends with the outcome (counted for Prometheus too, ``prometheus``, with the
+        rows it tried), and the usage of its stop, if one was sent, counts against ``key``'s
+        limits at the price of the row that served it (08 D75, D77; shielded, within the
+        store's timeout)."""
+        flight = Flight(AbortSignal(), self.metrics.begin(row.server_model_id), row)
         self._signals.add(flight.signal)
         if self.prometheus is not None:
             self.prometheus.began(row)
@@ -473,31 +489,90 @@ class Gateway:
             self._signals.discard(flight.signal)
             outcome = flight.tally.end(client_gone=gone)
             if self.prometheus is not None:
-                self.prometheus.ended(row, key, flight.tally, outcome)
+                self.prometheus.ended(flight.row, key, flight.tally, outcome, flight.failed_over)
             with anyio.CancelScope(shield=True):
-                await self.limits.settle(key, row, flight.tally.usage)
+                await self.limits.settle(key, flight.row, flight.tally.usage)
 
     def _call(
         self,
         row: ModelRow,
         messages: Sequence[UniMessage | Mapping[str, Any]],
         config: UniConfig | Mapping[str, Any] | None,
-        signal: AbortSignal,
+        flight: Flight,
     ) -> AsyncGenerator[UniEvent, None]:
-        """The stateless call of ``row``'s client, the one upstream path of every route. A
-        caller's ``trace_id`` is made a label, one file name in the gateway's trace directory,
-        never a path the caller chooses (``tracer.trace_label``, 08 D78). With telemetry, the
-        call runs in the request's SERVER span (``mmsp_io._telemetry``).
+        """The stateless call of ``row``'s group (``_failover``), the one upstream path of
+        every route. A caller's ``trace_id`` is made a label, one file name in the gateway's
+        trace directory, never a path the caller chooses (``tracer.trace_label``, 08 D78).
+        With telemetry, the call runs in the request's SERVER span (``mmsp_io._telemetry``).
 
         Raises:
-            UnsupportedParameterError: an ``extra_body`` key the row does not forward (module
-                docstring), before any provider request.
+            UnsupportedParameterError: an ``extra_body`` key the serving row does not forward
+                (module docstring), before any provider request.
+            Exception: what the serving row's client raises.
         """
-        client = self._clients[row.server_model_id]
-        _check_extra_body(row, config, client.client_type)
-        events = client.streaming_response(messages, with_trace_label(config), signal)
+        events = self._failover(self.groups[row.server_model_id], messages,
+                                with_trace_label(config), flight)
         spans = self._spans.get(row.server_model_id)
         return events if spans is None else spans.observe(events)
+
+    async def _failover(
+        self,
+        group: Group,
+        messages: Sequence[UniMessage | Mapping[str, Any]],
+        config: UniConfig | Mapping[str, Any] | None,
+        flight: Flight,
+    ) -> AsyncGenerator[UniEvent, None]:
+        """The events of the first row of ``group`` that gives one (08 D77, ``failover``):
+        a row whose call fails before its first event with an error that ``fails_over`` is
+        noted in ``group`` and ``flight.failed_over``, and the next row of ``group.attempts``
+        is called, while there is one; ``flight.row`` is the row called. An error that is no
+        MMSP error has the serving row's key redacted.
+
+        Raises:
+            UnsupportedParameterError: as ``_call``.
+            Exception: the error of the last row tried, or of the serving row after its
+                first event.
+        """
+        attempts = group.attempts()
+        flight.row = next(attempts)  # the first one always comes
+        try:
+            while True:
+                client = self._clients[flight.row]
+                _check_extra_body(flight.row, config, client.client_type)
+                events = client.streaming_response(messages, config, flight.signal)
+                async with contextlib.aclosing(events):
+                    try:
+                        first = await anext(events, None)
+                    except Exception as exc:
+                        if not fails_over(exc):
+                            raise
+                        group.failed(flight.row)  # before the next row is chosen
+                        following = next(attempts, None)
+                        if following is None:
+                            raise
+                        self._fail_over(flight, following, exc)
+                        continue
+                    group.served(flight.row)
+                    if first is not None:
+                        yield first
+                    async for event in events:
+                        yield event
+                return
+        except Exception as exc:
+            if not isinstance(exc, MMSPError):
+                redact_error(exc, flight.row.api_key)
+            raise
+
+    def _fail_over(self, flight: Flight, following: ModelRow, exc: Exception) -> None:
+        """Move ``flight`` from its row, which failed with ``exc``, to ``following``: the row
+        counts as failed over, and the move is logged."""
+        failed = flight.row
+        flight.failed_over.append(failed)
+        flight.row = following
+        places = self.config.models.index
+        _logger.warning("%s: models[%d] failed before its first event (%s); trying models[%d]",
+                        failed.server_model_id, places(failed), type(exc).__name__,
+                        places(following))
 
     def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
         """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,

@@ -25,13 +25,19 @@ Prometheus spelling (dots as underscores, the unit as a suffix); the gateway's o
 - ``mmsp_gateway_streams_in_flight{gen_ai_request_model}``: requests being answered;
 - ``mmsp_gateway_refusals_total{reason, key}``: requests the keys' limits turned away before
   any upstream call, ``reason`` one of ``rpm``, ``tpm``, ``budget``, ``store``
-  (``limits.Refusal.reason``).
+  (``limits.Refusal.reason``);
+- ``mmsp_gateway_upstream_attempts_total{gen_ai_request_model, row}``: the rows a request
+  tried (08 D77, ``failover``), ``row`` the row's place in the file, ``models[<i>]``;
+- ``mmsp_gateway_failovers_total{gen_ai_request_model, row}``: the attempts that failed before
+  their first event and moved the request to the next row of its group.
+
+The tokens and cost of a request are those of the row that served it, the last one it tried.
 
 Every label value comes from the configuration or a fixed set, never from what a caller
 sends: ``gen_ai_request_model`` is a served ``server_model_id`` (a request naming any other
-model is refused before it counts), ``key`` the name of the caller's key (``keys[].name``,
-``api_keys[<i>]`` for an entry of ``api_keys``, ``-`` on an open server), so the number of
-series is bounded by the file.
+model is refused before it counts), ``row`` a row's place in the file, ``key`` the name of
+the caller's key (``keys[].name``, ``api_keys[<i>]`` for an entry of ``api_keys``, ``-`` on an
+open server), so the number of series is bounded by the file.
 
 Several workers (``hypercorn --workers N``, or several ``serve`` processes on one machine) are
 scraped as one when ``PROMETHEUS_MULTIPROC_DIR`` names a directory they share, empty when they
@@ -44,7 +50,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, final
 
 import adapters
@@ -83,7 +89,8 @@ class Prometheus:
     several gateways of one process do not share them.
 
     Args:
-        pricing: each row's price, ``None`` for a row without one (``prometheus_for``).
+        pricing: each row's price, ``None`` for a row without one (``prometheus_for``), the
+            rows in file order.
         monotonic: the clock the gateway's tallies read (``metrics.Metrics``).
 
     Raises:
@@ -124,6 +131,14 @@ class Prometheus:
         self._refusals = prometheus_client.Counter(
             "mmsp_gateway_refusals", "Requests the keys' limits refused, by reason.",
             ["reason", "key"], registry=registry)
+        self._attempts = prometheus_client.Counter(
+            "mmsp_gateway_upstream_attempts", "Rows the requests tried, by row.",
+            [_MODEL, "row"], registry=registry)
+        self._failovers = prometheus_client.Counter(
+            "mmsp_gateway_failovers", "Attempts that failed before their first event and moved "
+            "to the next row of the group.", [_MODEL, "row"], registry=registry)
+        #: Each row's ``row`` label (module doc).
+        self._places = {row: f"models[{index}]" for index, row in enumerate(pricing)}
         for row in pricing:  # every served model shows, at 0, before its first request
             self._in_flight.labels(row.server_model_id)
 
@@ -131,11 +146,19 @@ class Prometheus:
         """Count a request to ``row`` in flight."""
         self._in_flight.labels(row.server_model_id).inc()
 
-    def ended(self, row: ModelRow, key: KeyRow | None, tally: Tally, outcome: Outcome) -> None:
-        """Count the end of a request of ``key`` to ``row`` (``began`` before): its outcome,
-        its times, and the tokens and cost of the usage it reported."""
+    def ended(
+        self, row: ModelRow, key: KeyRow | None, tally: Tally, outcome: Outcome,
+        failed_over: Sequence[ModelRow] = (),
+    ) -> None:
+        """Count the end of a request of ``key`` served by ``row`` (``began`` before), after
+        the rows of its group that ``failed_over`` (08 D77): its outcome, its times, its
+        attempts, and the tokens and cost of the usage it reported."""
         model, key_name = row.server_model_id, _key_label(key)
         self._in_flight.labels(model).dec()
+        for tried in failed_over:
+            self._attempts.labels(model, self._places[tried]).inc()
+            self._failovers.labels(model, self._places[tried]).inc()
+        self._attempts.labels(model, self._places[row]).inc()
         self._requests.labels(model, key_name, outcome).inc()
         self._duration.labels(model, outcome).observe(self._monotonic() - tally.started)
         if tally.first_event is not None:

@@ -230,7 +230,7 @@ async def _produce(
     """Run the row's call and queue the frames of its events, then its last frames as
     ``encoding`` writes the end, an error or an abort (shutdown, an idle caller)."""
     try:
-        async with aclosing(gateway._call(row, messages, config, flight.signal)) as events:
+        async with aclosing(gateway._call(row, messages, config, flight)) as events:
             async for event in events:
                 flight.tally.event(stop=event.event_type == "stop",
                                    usage=event.usage_metadata)

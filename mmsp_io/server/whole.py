@@ -44,11 +44,10 @@ async def whole(gateway: Gateway, call: FrontCall, out: Output) -> None:
 async def _collect(gateway: Gateway, call: FrontCall, flight: Flight) -> Answer:
     """The answer of ``call`` (``whole``)."""
     row, read = call.row, call.request
-    client_type = gateway._clients[row.server_model_id].client_type
+    client_type = gateway._clients[row].client_type
     kept: list[UniEvent] = []  # the done items' events and the stop, no delta
     try:
-        async with aclosing(gateway._call(row, read.messages, read.config,
-                                          flight.signal)) as events:
+        async with aclosing(gateway._call(row, read.messages, read.config, flight)) as events:
             async for event in events:
                 flight.tally.event(stop=event.event_type == "stop",
                                    usage=event.usage_metadata)

@@ -202,7 +202,8 @@ async def test_a_caller_who_reads_nothing_holds_a_bounded_number_of_bytes(
 
     async with Simulator.running() as sim:
         gate = gateway(sim, tmp_path)
-        monkeypatch.setattr(gate._clients[MODEL], "streaming_response", big_events)
+        monkeypatch.setattr(gate._clients[gate.config.models[0]], "streaming_response",
+                            big_events)
         with peak_memory() as peak:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(gate.handle, _request(stream_body(MODEL)), _Stuck())

@@ -516,7 +516,7 @@ async def test_a_failure_that_is_no_mmsp_error_is_one_event_too_the_key_redacted
             raise LookupError(f"a bug that shows the key {key}-and-more")
             yield
 
-        monkeypatch.setattr(gate._clients["openai-chat"], "streaming_response", broken)
+        monkeypatch.setattr(gate._clients[gate.config.models[0]], "streaming_response", broken)
         async with running(gate, front) as origin, httpx.AsyncClient() as http:
             _response, events = await post_stream(http, origin, stream_body("openai-chat"))
     assert events[-1] == "[DONE]"

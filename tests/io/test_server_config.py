@@ -137,7 +137,7 @@ def test_a_row_without_client_type_reads_client_type_from_the_environment(
     gateway = Gateway({"models": [{**ROW, "model_id": "any-model-id",
                                    "base_url": "http://127.0.0.1:9/v1"}]})
     assert gateway.models == ("fast",)
-    assert gateway._clients["fast"].client_type == "openai-chat"
+    assert gateway._clients[gateway.config.models[0]].client_type == "openai-chat"
 
 
 def test_the_asgi_app_loads_the_file_the_environment_names(

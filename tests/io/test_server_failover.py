@@ -2,14 +2,37 @@
 
 The pure decision (``mmsp_io.server.failover``) on a moved clock and scripted draws: file
 order, weighted picks, cooldowns, the row that failed longest ago when all cool down, which
-errors fail over; the configuration of groups (``weight``, ``cooldown_s``).
+errors fail over; the configuration of groups (``weight``, ``cooldown_s``). Then the gateway,
+on both front ends, over a group of two rows, each a simulator of its own: a 529 or 503 before
+the first event is served by the second row (on ``/v1/stream`` and at a front door, streamed
+and whole), a failure after the first event or a refusal is not, the row's own retries come
+first, a failed row is passed over while it cools down, and when both cool down the one that
+failed longest ago is tried; the metrics count each attempt, each failover and the serving
+row's cost.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from serverkit import (
+    AUTH,
+    FRONTS,
+    RELAXED,
+    TOKEN,
+    parse_sse,
+    post_stream,
+    row,
+    running,
+    stream_body,
+)
+from test_server_prometheus import samples, value
 
 from mmsp_core.errors import (
     AbortedError,
@@ -18,9 +41,11 @@ from mmsp_core.errors import (
     ProviderConnectionError,
     ProviderHTTPError,
 )
-from mmsp_io.server import ConfigError, resolve_config
+from mmsp_core.model import TextDone, UsageMetadata
+from mmsp_io.server import ConfigError, Gateway, resolve_config
 from mmsp_io.server.config import DEFAULT_COOLDOWN_S, ModelRow
 from mmsp_io.server.failover import Group, fails_over, groups
+from mmsp_io.simulator import Reply, Simulator, faults
 
 
 class Clock:
@@ -98,8 +123,8 @@ def test_when_every_row_cools_down_the_one_that_failed_longest_ago_is_tried_alon
     clock = Clock()
     a, b, c = rows("a", "b", "c")
     group = Group([a, b, c], clock=clock)
-    for row in (b, c, a):
-        group.failed(row)
+    for failing in (b, c, a):
+        group.failed(failing)
         clock.now += 1
     assert ids(group) == ["b"]
     group.failed(b)  # it failed again: now c failed longest ago
@@ -220,3 +245,193 @@ def test_two_rows_of_a_group_the_same_in_every_column_are_refused() -> None:
                                  "group must differ.")
     # One column apart, they are a group of two.
     assert len(resolve_config({"models": [ROW, {**ROW, "cooldown_s": 5}]}).models) == 2
+
+
+# -- the gateway over a group of two rows ----------------------------------------------------
+
+MODEL = "openai-chat"
+#: Every answer of the second row: 12 prompt and 8 response tokens, 2 USD at ``PRICING``.
+USAGE = UsageMetadata(cached_tokens=0, prompt_tokens=12, response_tokens=8)
+PRICING = {"prompt_tokens": 100_000, "response_tokens": 100_000}
+
+
+@pytest.fixture(params=FRONTS)
+def front(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def answer(text: str) -> Reply:
+    return Reply(items=[TextDone(text=text)], usage=USAGE)
+
+
+@asynccontextmanager
+async def two_rows(
+    tmp_path: Path, clock: Clock, *, max_retries: int = 0
+) -> AsyncIterator[tuple[Simulator, Simulator, Gateway]]:
+    """Two simulators, each one row of the group ``openai-chat`` (the second priced, its
+    model ``sim-second``), and a gateway over them whose cooldowns read ``clock``."""
+    async with Simulator.running(answer("first row")) as first, \
+            Simulator.running(answer("second row")) as second:
+        document = {"models": [row(first, MODEL), {**row(second, MODEL, model="sim-second"),
+                                                   "pricing": PRICING}],
+                    "api_keys": [TOKEN]}
+        gateway = Gateway(document, timeouts=RELAXED, max_retries=max_retries,
+                          trace_dir=tmp_path / "traces")
+        gateway.groups = groups(gateway.config.models, clock=clock)
+        yield first, second, gateway
+
+
+def texts(events: list[Any]) -> list[str]:
+    """The texts of the done text items among a ``/v1/stream`` answer's events."""
+    return [item["text"] for event in events if isinstance(event, dict)
+            for item in event.get("content_items", ()) if item["type"] == "text.done"]
+
+
+def errors(events: list[Any]) -> list[str]:
+    """The error types among a ``/v1/stream`` answer's events."""
+    return [event["error"]["type"] for event in events
+            if isinstance(event, dict) and "error" in event]
+
+
+async def ask(http: httpx.AsyncClient, origin: str, **extra: Any) -> list[Any]:
+    """One ``/v1/stream`` call of the group; its events."""
+    response, events = await post_stream(http, origin, stream_body(MODEL, **extra))
+    assert response.status_code == 200
+    assert events[-1] == "[DONE]"
+    return events
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [529, 503])
+async def test_an_overloaded_row_before_its_first_event_is_failed_over(
+    front: str, tmp_path: Path, status: int
+) -> None:
+    async with two_rows(tmp_path, Clock()) as (first, second, gateway):
+        first.script.append(Reply.error(status))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            events = await ask(http, origin)
+            scraped = samples((await http.get(origin + "/metrics")).text)
+    assert texts(events) == ["second row"] and errors(events) == []
+    assert (len(first.requests), len(second.requests)) == (1, 1)
+    assert value(scraped, "mmsp_gateway_upstream_attempts_total", gen_ai_request_model=MODEL,
+                 row="models[0]") == 1
+    assert value(scraped, "mmsp_gateway_upstream_attempts_total", gen_ai_request_model=MODEL,
+                 row="models[1]") == 1
+    assert value(scraped, "mmsp_gateway_failovers_total", gen_ai_request_model=MODEL,
+                 row="models[0]") == 1
+    assert value(scraped, "mmsp_gateway_requests_total", gen_ai_request_model=MODEL,
+                 key="api_keys[0]", outcome="success") == 1
+    # The tokens' cost is the serving row's: the first row has no price.
+    assert value(scraped, "mmsp_gateway_cost_usd_total", gen_ai_request_model=MODEL,
+                 key="api_keys[0]") == pytest.approx(2.0)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_a_front_door_fails_over_the_same_way(
+    front: str, tmp_path: Path, streamed: bool
+) -> None:
+    async with two_rows(tmp_path, Clock()) as (first, second, gateway):
+        first.script.append(Reply.error(529))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            response = await http.post(origin + "/v1/chat/completions", headers=AUTH, json={
+                "model": MODEL, "stream": streamed,
+                "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+    assert response.status_code == 200
+    if streamed:
+        chunks = [data for data in parse_sse(response.content) if data != "[DONE]"]
+        text = "".join(chunk["choices"][0]["delta"].get("content") or ""
+                       for chunk in chunks if chunk["choices"])
+    else:
+        text = response.json()["choices"][0]["message"]["content"]
+    assert text == "second row"
+    assert (len(first.requests), len(second.requests)) == (1, 1)
+
+
+@pytest.mark.anyio
+async def test_a_failure_after_the_first_event_is_not_failed_over(
+    front: str, tmp_path: Path
+) -> None:
+    async with two_rows(tmp_path, Clock()) as (first, second, gateway):
+        long_text = "A long answer, cut after its second event. " * 4
+        first.script.append(Reply(items=[TextDone(text=long_text)], fragment_size=8,
+                                  fault=faults.cut(after_events=2)))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            events = await ask(http, origin)
+            scraped = samples((await http.get(origin + "/metrics")).text)
+    assert errors(events) == ["IncompleteStreamError"]
+    assert events[0]["content_items"][0]["text"].startswith("A long")  # the first row's
+    assert (len(first.requests), second.requests) == (1, [])
+    assert ("mmsp_gateway_failovers_total", (("gen_ai_request_model", MODEL),
+                                             ("row", "models[0]"))) not in scraped
+
+
+@pytest.mark.anyio
+async def test_a_refusal_before_the_first_event_is_not_failed_over(
+    front: str, tmp_path: Path
+) -> None:
+    async with two_rows(tmp_path, Clock()) as (first, second, gateway):
+        first.script.append(Reply.error(400, message="bad request, simulated"))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            events = await ask(http, origin)
+    assert errors(events) == ["ProviderHTTPError"]
+    assert (len(first.requests), second.requests) == (1, [])
+
+
+@pytest.mark.anyio
+async def test_the_rows_own_retries_come_first(front: str, tmp_path: Path) -> None:
+    async with two_rows(tmp_path, Clock(), max_retries=1) as (first, second, gateway):
+        first.script.append(Reply.error(529, retry_after=0))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            events = await ask(http, origin)
+    assert texts(events) == ["first row"]
+    assert (len(first.requests), second.requests) == (2, [])
+
+
+@pytest.mark.anyio
+async def test_a_failed_row_is_passed_over_until_its_cooldown_ends(
+    front: str, tmp_path: Path
+) -> None:
+    clock = Clock()
+    async with two_rows(tmp_path, clock) as (first, second, gateway):
+        first.script.append(Reply.error(529))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            assert texts(await ask(http, origin)) == ["second row"]
+            assert texts(await ask(http, origin)) == ["second row"]  # the first cools down
+            assert len(first.requests) == 1
+            clock.now += DEFAULT_COOLDOWN_S
+            assert texts(await ask(http, origin)) == ["first row"]
+    assert (len(first.requests), len(second.requests)) == (2, 2)
+
+
+@pytest.mark.anyio
+async def test_when_both_rows_cool_down_the_one_that_failed_longest_ago_is_tried(
+    front: str, tmp_path: Path
+) -> None:
+    clock = Clock()
+    async with two_rows(tmp_path, clock) as (first, second, gateway):
+        first.script.append(Reply.error(529))
+        second.script.extend([answer("second row"), Reply.error(503)])
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            assert texts(await ask(http, origin)) == ["second row"]  # the first failed
+            clock.now += 1
+            # The second fails too, and the first still cools down: the caller has the error.
+            assert errors(await ask(http, origin)) == ["ProviderHTTPError"]
+            assert (len(first.requests), len(second.requests)) == (1, 2)
+            clock.now += 1
+            assert texts(await ask(http, origin)) == ["first row"]  # it failed longest ago
+    assert (len(first.requests), len(second.requests)) == (2, 2)
+
+
+@pytest.mark.anyio
+async def test_the_trace_of_a_failed_over_call_names_the_serving_row(
+    front: str, tmp_path: Path
+) -> None:
+    async with two_rows(tmp_path, Clock()) as (first, _, gateway):
+        first.script.append(Reply.error(529))
+        async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+            events = await ask(http, origin, config={"trace_id": "run-1"})
+    assert texts(events) == ["second row"]
+    trace = json.loads((tmp_path / "traces" / "run-1.json").read_text())
+    assert trace["outcome"] == "stop" and trace["config"]["model"] == "sim-second"
+    assert trace["history"][-1]["content_items"][0]["text"] == "second row"

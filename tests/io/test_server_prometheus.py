@@ -159,6 +159,7 @@ async def test_label_values_come_from_the_configuration_only(
         "outcome": {"success", "failure", "disconnect"},
         "gen_ai_token_type": {"input", "cache_read", "reasoning", "output"},
         "reason": {"rpm", "tpm", "budget", "store"},
+        "row": {"models[0]"},
     }
     for _, labels in scraped:
         for name, label in labels:
