@@ -34,6 +34,8 @@ settings.register_profile(
     "dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("ci", settings.get_profile("dev"), max_examples=80)
+# The compiled build's run (tests/test_compiled.py): the same properties on the compiled modules.
+settings.register_profile("compiled", settings.get_profile("dev"), max_examples=5)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
 )
