@@ -29,7 +29,10 @@ conventions for an inference or embeddings span:
 - on an error: ``error.type``, the error's class (``ProviderHTTPError``, ``AbortedError``,
   ...), and the status ERROR described by that name only (an error's text may quote content);
 - at the end of a client span: ``mmsp.attempts``, the attempts the attempt loop made
-  (``mmsp_io._attempts``; retries and a renewed credential each count).
+  (``mmsp_io._attempts``; retries and a renewed credential each count);
+- on a gateway span, once the row serving the request is known: ``mmsp.gateway.row``, its
+  place in the configuration (``models[<i>]``), and ``mmsp.gateway.attempts``, the rows of its
+  group the request tried (08 D77; set by the gateway, ``annotate_current_span``).
 
 The span starts when the call is first iterated and ends when the stream ends, fails, or is
 closed or cancelled by its consumer. While the call runs (never across a ``yield``) the span
@@ -79,8 +82,8 @@ from ._settings import _FALSE_WORDS
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-__all__ = ["OTEL_EXTRA", "OTEL_VARIABLE", "Spans", "Telemetry", "caller_context",
-           "telemetry_setting"]
+__all__ = ["OTEL_EXTRA", "OTEL_VARIABLE", "Spans", "Telemetry", "annotate_current_span",
+           "caller_context", "telemetry_setting"]
 
 #: The variable that turns spans on when ``telemetry`` is left out (module doc).
 OTEL_VARIABLE: Final = "MMSP_OTEL"
@@ -150,6 +153,14 @@ def caller_context(headers: Sequence[tuple[str, str]]) -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+def annotate_current_span(attributes: Mapping[str, str | int]) -> None:
+    """Set ``attributes`` on the current span: within a gateway request's call, its SERVER
+    span (the serving row, 08 D77). Only with spans on: it imports opentelemetry."""
+    from opentelemetry import trace
+
+    trace.get_current_span().set_attributes(attributes)
 
 
 @final

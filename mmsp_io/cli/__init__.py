@@ -21,7 +21,9 @@ Commands:
   ``mmsp_io.server`` (spec 07; default ``127.0.0.1:25752``) for the models of the configuration
   file (``--config``, else ``MMSP_SERVER_CONFIG``; without either it says so and exits 2, and
   an invalid file exits 2 naming the row at fault). It prints its banner, serves until SIGINT
-  or SIGTERM, then shuts down gracefully within ``--grace`` seconds.
+  or SIGTERM, then shuts down gracefully within ``--grace`` seconds; ``SIGHUP`` reloads the
+  file (``mmsp_io.server.reload``; a bad one is announced and the old one kept). Its access log
+  (``mmsp_io.server.access``) goes to stderr unless the file's ``access_log`` says otherwise.
 - ``traces --dir DIR [--host HOST] [--port PORT]``: serves the trace page of ``mmsp_io.traces``
   (default ``127.0.0.1:25750``, 08 D70): the traces of ``DIR``, one conversation at a time.
 - ``simulate [--host HOST] [--port PORT]``: serves the provider simulator of
@@ -66,6 +68,7 @@ from adapters.clients import client_spec
 from mmsp_core.errors import ApiKeyRequiredError, MMSPError, redact
 
 from .. import server, simulator, traces
+from ..server import access
 from . import chat, demo, playground, replay, simulate
 from .printer import StreamPrinter
 
@@ -233,15 +236,28 @@ def _serve(args: argparse.Namespace, printer: StreamPrinter, err: TextIO) -> int
     if not path:
         return _fail(args, err, "no server configuration: pass --config FILE or set "
                      "MMSP_SERVER_CONFIG", 2)
+    build = partial(_gateway, path, args)
     try:
-        gateway = server.Gateway(server.load_config(path), keepalive=args.keepalive,
-                                 idle_timeout=args.idle_timeout)
+        gateway = build()
     except server.ConfigError as exc:
         return _fail(args, err, str(exc), 2)
     run = partial(server.run, gateway, host=args.host, port=args.port, grace=args.grace,
-                  announce=printer.line)
+                  announce=printer.line, reload=build)
     anyio.run(run, backend=args.backend)
     return 0
+
+
+def _gateway(path: str, args: argparse.Namespace) -> server.Gateway:
+    """The gateway of the configuration file at ``path``, at start and on each ``SIGHUP``;
+    its access log set up (stderr unless the file's ``access_log`` says otherwise).
+
+    Raises:
+        ConfigError: the file cannot be read or is invalid (the message names the cell).
+    """
+    config = server.load_config(path)
+    gateway = server.Gateway(config, keepalive=args.keepalive, idle_timeout=args.idle_timeout)
+    access.configure(config.access_log or "stderr")
+    return gateway
 
 
 def _tolerant(stream: TextIO) -> TextIO:

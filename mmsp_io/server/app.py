@@ -3,7 +3,8 @@ web framework (spec 07 §1-§5). It runs under asyncio and trio.
 
 ``serve(gateway)`` is the server for the length of an ``async with`` block (tests, embedding);
 ``run(config, ...)`` is ``python -m mmsp_io serve``: it announces itself (07 §2's banner),
-serves until SIGINT or SIGTERM, then shuts down gracefully.
+serves until SIGINT or SIGTERM, then shuts down gracefully; SIGHUP reloads the configuration
+(``reload``: new requests go to the new gateway, streams in flight finish on the old).
 
 Graceful shutdown: the core stops accepting at once and closes idle connections; streams in
 flight get ``grace`` seconds to finish, then their upstream calls are aborted, so each writes
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, Final
@@ -31,7 +33,9 @@ from typing import Any, Final
 import anyio
 
 from .. import httpserver
+from .config import ConfigError
 from .handler import MAX_BODY_BYTES, Answer, Gateway, refusal
+from .reload import Gateways
 
 __all__ = ["DEFAULT_GRACE", "DEFAULT_HOST", "DEFAULT_PORT", "banner", "head_refusal", "run",
            "serve"]
@@ -65,12 +69,15 @@ async def head_refusal(
     if gateway.host_allowed(head, local_host) and gateway.authorised(head):
         return None
     decision = gateway.decide(head, local_host=local_host)  # the 403 or 401, counted
-    return decision if isinstance(decision, Answer) else None
+    if not isinstance(decision, Answer):
+        return None
+    gateway.access.answered(head, None, decision.status, time.monotonic())  # its log line
+    return decision
 
 
 @contextlib.asynccontextmanager
 async def serve(
-    gateway: Gateway,
+    gateway: Gateway | Gateways,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -78,24 +85,29 @@ async def serve(
 ) -> AsyncIterator[httpserver.HTTPServer]:
     """Serve ``gateway`` on ``host:port`` (``0``: a free port) for the ``async with`` block;
     leaving it shuts down gracefully (module docstring). The gateway's clients are closed.
+    ``Gateways`` lets the caller replace the gateway meanwhile (``reload``).
 
     Raises:
         OSError: the port cannot be bound.
     """
-    settings: dict[str, Any] = dict(gateway.config.connections)
+    gateways = gateway if isinstance(gateway, Gateways) else Gateways(gateway)
+    settings: dict[str, Any] = dict(gateways.current.config.connections)
     limits = httpserver.Limits(max_body_bytes=MAX_BODY_BYTES, **settings)
+
+    async def admit(head: httpserver.Request) -> Answer | None:
+        return await head_refusal(gateways.current, head, local_host=host)
+
     try:
         async with anyio.create_task_group() as tasks:
-            handle = partial(gateway.handle, local_host=host)  # the Host rule (handler)
+            handle = partial(gateways.handle, local_host=host)  # the Host rule (handler)
             async with httpserver.serve(handle, host=host, port=port, limits=limits,
                                         grace=grace + _FLUSH_SECONDS, refusal=core_refusal,
-                                        admit=partial(head_refusal, gateway,
-                                                      local_host=host)) as server:
+                                        admit=admit) as server:
                 try:
                     yield server
                 finally:
-                    gateway.draining = True  # GET /readyz: 503 (health)
-                    tasks.start_soon(_abort_after, gateway, grace)
+                    gateways.drain()  # GET /readyz: 503 (health)
+                    tasks.start_soon(_abort_after, gateways, grace)
             tasks.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The task group wraps what the ``async with`` body raised; hand it back as it was.
@@ -105,12 +117,12 @@ async def serve(
         raise error from error.__cause__
     finally:
         with anyio.CancelScope(shield=True):
-            await gateway.aclose()
+            await gateways.aclose()
 
 
-async def _abort_after(gateway: Gateway, grace: float) -> None:
+async def _abort_after(gateways: Gateways, grace: float) -> None:
     await anyio.sleep(grace)
-    gateway.abort_streams("the server is shutting down")
+    gateways.abort_streams("the server is shutting down")
 
 
 def banner(gateway: Gateway, url: str) -> list[str]:
@@ -133,18 +145,43 @@ async def run(
     port: int = DEFAULT_PORT,
     grace: float = DEFAULT_GRACE,
     announce: Callable[[str], None] = print,
+    reload: Callable[[], Gateway] | None = None,
 ) -> None:
     """Serve ``gateway`` until SIGINT or SIGTERM, then shut down gracefully (module doc);
-    each line of the banner goes to ``announce``. Call it from the main thread.
+    each line of the banner goes to ``announce``. On SIGHUP, ``reload`` builds the gateway of
+    the reloaded configuration, which takes the new requests (``reload`` module); when it
+    raises ``ConfigError``, that is announced and the gateway in use stays. Call it from the
+    main thread.
 
     Raises:
         OSError: the port cannot be bound.
     """
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with serve(gateway, host=host, port=port, grace=grace) as server:
+    gateways = Gateways(gateway)
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async with serve(gateways, host=host, port=port, grace=grace) as server:
             for line in banner(gateway, server.url):
                 announce(line)
-            async for _ in signals:
+            async for received in signals:
+                if received == signal.SIGHUP:
+                    await _reload(gateways, reload, announce)
+                    continue
                 announce("Shutting down: streams in flight have "
                          f"{grace:g} s to finish")
                 break
+
+
+async def _reload(
+    gateways: Gateways, reload: Callable[[], Gateway] | None, announce: Callable[[str], None]
+) -> None:
+    """Replace the current gateway by what ``reload`` builds (``run``), announcing the
+    outcome; a ``ConfigError`` (the message names the file and the cell) keeps the old."""
+    if reload is None:
+        announce("SIGHUP: this server has no configuration file to reload")
+        return
+    try:
+        gateway = reload()
+    except ConfigError as exc:
+        announce(f"Reload failed, the configuration in use stays: {exc}")
+        return
+    await gateways.replace(gateway)
+    announce(f"Reloaded: serving models: {', '.join(gateway.models)}")

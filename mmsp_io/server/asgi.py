@@ -35,6 +35,7 @@ import anyio
 import attrs
 
 from ..httpserver import Request
+from . import access
 from .app import head_refusal
 from .config import ConfigError, ServerConfig, load_config
 from .handler import (
@@ -79,8 +80,10 @@ def asgi_app(
             raise ConfigError("no server configuration: pass one to asgi_app or set "
                               "MMSP_SERVER_CONFIG")
         config = load_config(path)
-    return ASGIApp(Gateway(config, keepalive=keepalive, idle_timeout=idle_timeout,
-                           trace_dir=trace_dir))
+    gateway = Gateway(config, keepalive=keepalive, idle_timeout=idle_timeout,
+                      trace_dir=trace_dir)
+    access.configure(gateway.config.access_log)  # absent: the ASGI server's logging decides
+    return ASGIApp(gateway)
 
 
 class _Disconnected(Exception):

@@ -45,6 +45,8 @@ Four optional objects tune the gateway:
   upstream call within it; message content is recorded only with ``record_content``.
   Absent, ``MMSP_OTEL`` decides as for any client; ``enabled: false`` turns spans off
   whatever it says.
+- ``access_log``: ``"stderr"``, ``"off"`` or a file path: where the access log goes, checked
+  when it is set up (``access.configure``; absent: stderr for ``serve``, as is under ASGI).
 
 Keys with limits and where their counts live (08 D75, D76; enforced by
 ``mmsp_io.server.limits``):
@@ -96,7 +98,7 @@ __all__ = ["DEFAULT_COOLDOWN_S", "GATEWAY_IMAGES", "Budget", "ConfigError", "Key
 
 #: The keys of the file's top level (module doc).
 _TOP_LEVEL: Final = ("models", "api_keys", "keys", "store", "metrics", "remote_images",
-                     "connections", "telemetry", "host", "port")
+                     "connections", "telemetry", "access_log", "host", "port")
 _REQUIRED: Final = ("model_id", "api_key", "server_model_id")
 _OPTIONAL: Final = ("base_url", "client_type")
 _LISTS: Final = ("extra_body_keys",)
@@ -236,6 +238,8 @@ class ServerConfig:
     #: ``telemetry``: the spans' settings, ``False`` when not enabled, ``None`` when absent
     #: (``MMSP_OTEL`` decides; module doc).
     telemetry: Telemetry | bool | None = None
+    #: ``access_log`` as written (``access.configure`` checks it; module doc).
+    access_log: Any = None
 
     @property
     def open(self) -> bool:
@@ -327,7 +331,8 @@ def resolve_config(
                                    {row.server_model_id for row in rows}, env, fail),
                         store=_store(document, env, fail),
                         metrics_token=_metrics_token(metrics, env, fail),
-                        telemetry=_telemetry(document, fail))
+                        telemetry=_telemetry(document, fail),
+                        access_log=document.get("access_log"))
 
 
 def _known(mapping: Mapping[Any, Any], where: str, keys: tuple[str, ...], fail: _Fail) -> None:

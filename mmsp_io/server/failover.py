@@ -31,7 +31,7 @@ from mmsp_core.errors import MMSPError
 
 from .config import ModelRow
 
-__all__ = ["Group", "fails_over", "groups"]
+__all__ = ["Group", "fails_over", "groups", "places"]
 
 Clock = Callable[[], float]
 Draw = Callable[[], float]
@@ -115,6 +115,12 @@ class Group:
             if point < 0:
                 return row
         return ready[-1]  # the draw's upper edge, reached through rounding
+
+
+def places(rows: Iterable[ModelRow]) -> dict[ModelRow, str]:
+    """What logs, metrics and spans call each of ``rows`` (the configuration's, in file
+    order): its place in the file, ``models[<i>]``, as configuration errors name it."""
+    return {row: f"models[{index}]" for index, row in enumerate(rows)}
 
 
 def groups(

@@ -79,7 +79,7 @@ from mmsp_core.errors import (
 )
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 
-from .._telemetry import Spans, caller_context, telemetry_setting
+from .._telemetry import Spans, annotate_current_span, caller_context, telemetry_setting
 from .._transport import fast_http_client
 from ..abort import AbortSignal
 from ..client import AutoLLMClient
@@ -89,7 +89,7 @@ from ..tracer import with_trace_label
 from .answers import JSON, Answer, json_answer, refusal, wire_error
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
 from .doors import DoorStream, door_refusal, front_doors, model_list
-from .failover import Group, fails_over, groups
+from .failover import Group, fails_over, groups, places
 from .health import operational_answer
 from .limits import limiter_for
 from .metrics import Metrics, Tally
@@ -234,6 +234,8 @@ class Gateway:
         self._clients: dict[ModelRow, AutoLLMClient] = {}
         #: The rows of each served model, the order of a request's attempts (08 D77).
         self.groups: dict[str, Group] = groups(self.config.models)
+        #: What logs and spans call each row: ``models[<i>]`` (``failover.places``).
+        self.places = places(self.config.models)
         try:  # the rows' clients take it as it is, MMSP_OTEL read once here
             self.telemetry = telemetry_setting(self.config.telemetry, "mmsp gateway")
         except MMSPError as exc:
@@ -525,8 +527,9 @@ class Gateway:
         """The events of the first row of ``group`` that gives one (08 D77, ``failover``):
         a row whose call fails before its first event with an error that ``fails_over`` is
         noted in ``group`` and ``flight.failed_over``, and the next row of ``group.attempts``
-        is called, while there is one; ``flight.row`` is the row called. An error that is no
-        MMSP error has the serving row's key redacted.
+        is called, while there is one; ``flight.row`` is the row called. Once the serving row
+        is known (its first event, or the error the caller gets) it is named in the request's
+        span (``_serving``). An error that is no MMSP error has its key redacted.
 
         Raises:
             UnsupportedParameterError: as ``_call``.
@@ -553,15 +556,25 @@ class Gateway:
                         self._fail_over(flight, following, exc)
                         continue
                     group.served(flight.row)
+                    self._serving(flight)
                     if first is not None:
                         yield first
                     async for event in events:
                         yield event
                 return
         except Exception as exc:
+            self._serving(flight)
             if not isinstance(exc, MMSPError):
                 redact_error(exc, flight.row.api_key)
             raise
+
+    def _serving(self, flight: Flight) -> None:
+        """With telemetry, name the row serving ``flight`` and count the rows it tried in the
+        request's span: ``mmsp.gateway.row`` (``models[<i>]``) and ``mmsp.gateway.attempts``
+        (08 D77)."""
+        if self.telemetry is not None:
+            annotate_current_span({"mmsp.gateway.row": self.places[flight.row],
+                                   "mmsp.gateway.attempts": len(flight.failed_over) + 1})
 
     def _fail_over(self, flight: Flight, following: ModelRow, exc: Exception) -> None:
         """Move ``flight`` from its row, which failed with ``exc``, to ``following``: the row
@@ -569,10 +582,9 @@ class Gateway:
         failed = flight.row
         flight.failed_over.append(failed)
         flight.row = following
-        places = self.config.models.index
-        _logger.warning("%s: models[%d] failed before its first event (%s); trying models[%d]",
-                        failed.server_model_id, places(failed), type(exc).__name__,
-                        places(following))
+        _logger.warning("%s: %s failed before its first event (%s); trying %s",
+                        failed.server_model_id, self.places[failed], type(exc).__name__,
+                        self.places[following])
 
     def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
         """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,

@@ -57,6 +57,7 @@ import adapters
 from adapters import ModelPricing
 
 from .config import KeyRow, ModelRow, ServerConfig
+from .failover import places
 from .limits import row_pricing
 from .metrics import Outcome, Tally
 
@@ -138,7 +139,7 @@ class Prometheus:
             "mmsp_gateway_failovers", "Attempts that failed before their first event and moved "
             "to the next row of the group.", [_MODEL, "row"], registry=registry)
         #: Each row's ``row`` label (module doc).
-        self._places = {row: f"models[{index}]" for index, row in enumerate(pricing)}
+        self._places = places(pricing)
         for row in pricing:  # every served model shows, at 0, before its first request
             self._in_flight.labels(row.server_model_id)
 

@@ -39,6 +39,7 @@ from mmsp_core.errors import AbortedError
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 from mmsp_core.wire import to_wire
 
+from ..httpserver import Request
 from .answers import SSE_HEADERS, Answer, wire_error
 from .config import KeyRow, ModelRow
 
@@ -187,18 +188,20 @@ async def stream(
     out: Output,
     encoding: Encoding,
     key: KeyRow | None,
+    request: Request,
 ) -> None:
     """Steps 1-3 of the module docstring for one accepted call of ``key`` to ``row``, tracked
-    by ``gateway`` (``Gateway._flight``). A deferred head (a front door's, 08 D73) is sent
-    when the upstream answered: with the first frame, or as the whole ``encoding.refusal``
-    when the call failed first.
+    by ``gateway`` (``Gateway._flight``) as ``request``'s. A deferred head (a front door's,
+    08 D73) is sent when the upstream answered: with the first frame, or as the whole
+    ``encoding.refusal`` when the call failed first.
 
     Raises:
         anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while the
             head was being sent.
     """
-    async with gateway._flight(row, out, key) as flight:
+    async with gateway._flight(row, out, key, request) as flight:
         if not encoding.deferred:
+            flight.status = 200
             await out.start(200, encoding.headers)
         frames = _Frames(_BUFFERED_BYTES)
         async with anyio.create_task_group() as tasks:
@@ -207,6 +210,7 @@ async def stream(
             if encoding.deferred:
                 await frames.ready()
                 refused = encoding.refusal
+                flight.status = 200 if refused is None else refused.status
                 if refused is not None:
                     await out.respond(refused.status, refused.headers, refused.body)
                 else:
@@ -237,10 +241,11 @@ async def _produce(
                 await frames.put(encoding.event(event))
         last = encoding.end()
     except AbortedError as exc:
+        flight.error_type = type(exc).__name__
         flight.tally.failed(str(exc))
         last = encoding.aborted(exc)
     except Exception as exc:  # /v1/stream: one event under status 200 (07 §4)
-        gateway._failed(row, exc, flight.tally)
+        gateway._failed(flight.row, exc, flight)
         last = encoding.failure(exc)
     await frames.put(last)
     frames.close()
@@ -267,6 +272,7 @@ async def _write(
             if timer.cancelled_caught:
                 reason = f"the caller read nothing for {idle_timeout:g} s"
                 flight.signal.abort(reason)
+                flight.error_type = AbortedError.__name__
                 flight.tally.failed(reason)
                 await out.cut()
                 return False

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mmsp_core.errors import IncompleteStreamError
+from mmsp_core.errors import AbortedError, IncompleteStreamError
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import DoneItem, UniEvent
 
+from ..httpserver import Request
 from .answers import Answer, json_answer
 from .doors import as_mmsp_error, door_error, ignored_fields_header
 
@@ -22,20 +23,22 @@ if TYPE_CHECKING:
 __all__ = ["whole"]
 
 
-async def whole(gateway: Gateway, call: FrontCall, out: Output) -> None:
+async def whole(gateway: Gateway, call: FrontCall, out: Output, request: Request) -> None:
     """Answer ``call`` whole through ``out`` (module docstring), tracked by ``gateway``
-    (``Gateway._flight``). A caller that takes nothing of it for the gateway's
+    (``Gateway._flight``) as ``request``'s. A caller that takes nothing of it for the gateway's
     ``idle_timeout`` seconds is cut off.
 
     Raises:
         anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while the
             answer was being sent.
     """
-    async with gateway._flight(call.row, out, call.key) as flight:
+    async with gateway._flight(call.row, out, call.key, request) as flight:
         answer = await _collect(gateway, call, flight)
+        flight.status = answer.status
         with anyio.move_on_after(gateway.idle_timeout) as timer:
             await out.respond(answer.status, answer.headers, answer.body)
         if timer.cancelled_caught:
+            flight.error_type = AbortedError.__name__
             flight.tally.failed(f"the caller read nothing for {gateway.idle_timeout:g} s")
             await out.cut()
         flight.delivered = not timer.cancelled_caught
@@ -60,6 +63,6 @@ async def _collect(gateway: Gateway, call: FrontCall, flight: Flight) -> Answer:
         document = call.door.response(message.content_items, usage, finish,
                                       model=row.server_model_id)
     except Exception as exc:
-        gateway._failed(row, exc, flight.tally)
+        gateway._failed(flight.row, exc, flight)
         return door_error(call.door, as_mmsp_error(exc, client_type, row.api_key))
     return json_answer(200, document, ignored_fields_header(read.ignored))

@@ -110,7 +110,9 @@ def test_serve_announces_itself_streams_and_stops_on_sigterm(
             process.wait()
     assert process.returncode == 0, err
     assert "Shutting down" in out
-    assert err == ""
+    [access] = err.splitlines()  # the access log goes to stderr by default, one line a request
+    assert json.loads(access)["outcome"] == "success"
+    assert TOKEN not in access and sim.api_key not in access
 
 
 def test_an_open_server_is_announced(tmp_path: Path) -> None:

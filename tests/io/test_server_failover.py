@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from serverkit import (
@@ -42,6 +43,7 @@ from mmsp_core.errors import (
     ProviderHTTPError,
 )
 from mmsp_core.model import TextDone, UsageMetadata
+from mmsp_io import Telemetry
 from mmsp_io.server import ConfigError, Gateway, resolve_config
 from mmsp_io.server.config import DEFAULT_COOLDOWN_S, ModelRow
 from mmsp_io.server.failover import Group, fails_over, groups
@@ -266,16 +268,18 @@ def answer(text: str) -> Reply:
 
 @asynccontextmanager
 async def two_rows(
-    tmp_path: Path, clock: Clock, *, max_retries: int = 0
+    tmp_path: Path, clock: Clock, *, max_retries: int = 0, telemetry: Telemetry | None = None
 ) -> AsyncIterator[tuple[Simulator, Simulator, Gateway]]:
     """Two simulators, each one row of the group ``openai-chat`` (the second priced, its
-    model ``sim-second``), and a gateway over them whose cooldowns read ``clock``."""
+    model ``sim-second``), and a gateway over them whose cooldowns read ``clock``, its spans
+    as ``telemetry`` says."""
     async with Simulator.running(answer("first row")) as first, \
             Simulator.running(answer("second row")) as second:
         document = {"models": [row(first, MODEL), {**row(second, MODEL, model="sim-second"),
                                                    "pricing": PRICING}],
                     "api_keys": [TOKEN]}
-        gateway = Gateway(document, timeouts=RELAXED, max_retries=max_retries,
+        config = attrs.evolve(resolve_config(document), telemetry=telemetry)
+        gateway = Gateway(config, timeouts=RELAXED, max_retries=max_retries,
                           trace_dir=tmp_path / "traces")
         gateway.groups = groups(gateway.config.models, clock=clock)
         yield first, second, gateway
@@ -435,3 +439,35 @@ async def test_the_trace_of_a_failed_over_call_names_the_serving_row(
     trace = json.loads((tmp_path / "traces" / "run-1.json").read_text())
     assert trace["outcome"] == "stop" and trace["config"]["model"] == "sim-second"
     assert trace["history"][-1]["content_items"][0]["text"] == "second row"
+
+
+@pytest.mark.anyio
+async def test_the_gateway_span_names_the_serving_row_and_counts_the_attempts(
+    front: str, tmp_path: Path
+) -> None:
+    """With telemetry, the request's SERVER span names the row that served it and the rows
+    tried; each row's call is a CLIENT span of its own within it."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = Telemetry(tracer_provider=provider)
+    try:
+        async with two_rows(tmp_path, Clock(), telemetry=telemetry) as (first, _, gateway):
+            first.script.append(Reply.error(529))
+            async with running(gateway, front) as origin, httpx.AsyncClient() as http:
+                assert texts(await ask(http, origin)) == ["second row"]
+    finally:
+        provider.shutdown()
+    spans = exporter.get_finished_spans()
+    (server,) = [span for span in spans if span.kind == SpanKind.SERVER]
+    clients = [span for span in spans if span.kind == SpanKind.CLIENT]
+    assert server.attributes is not None
+    assert server.attributes["mmsp.gateway.row"] == "models[1]"
+    assert server.attributes["mmsp.gateway.attempts"] == 2
+    assert [span.attributes["gen_ai.request.model"] for span in clients
+            if span.attributes is not None] == ["sim-model", "sim-second"]
