@@ -47,7 +47,7 @@ from .config import ConfigError, KeyRow, ModelRow
 from .limits import row_pricing
 
 if TYPE_CHECKING:
-    from .handler import Flight
+    from .calls import Flight
 
 __all__ = ["ACCESS_LOGGER", "AccessLog", "configure"]
 

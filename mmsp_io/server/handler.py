@@ -62,14 +62,14 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, final
 
 import anyio
 import anyio.abc
 import attrs
 import httpx
 
-from adapters import FrontDoor, FrontRequest
+from adapters import FrontDoor
 from mmsp_core.errors import (
     MMSPError,
     UnsupportedParameterError,
@@ -86,13 +86,15 @@ from ..client import AutoLLMClient
 from ..driver import Timeouts
 from ..httpserver import Request, is_loopback_host, names_loopback_host
 from ..tracer import with_trace_label
+from .access import AccessLog
 from .answers import JSON, Answer, json_answer, refusal, wire_error
+from .calls import Flight, FrontCall, Output, StreamCall
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig, resolve_config
 from .doors import DoorStream, door_refusal, front_doors, model_list
 from .failover import Group, fails_over, groups, places
 from .health import operational_answer
 from .limits import limiter_for
-from .metrics import Metrics, Tally
+from .metrics import Metrics
 from .prometheus import prometheus_for
 from .relay import MMSPStream, stream
 from .whole import whole
@@ -109,49 +111,6 @@ DEFAULT_IDLE_TIMEOUT: Final = 120.0
 #: Idle connections each row's HTTP client keeps to its provider, 30 s each; the requests in
 #: flight are not capped.
 _UPSTREAM_KEEPALIVE: Final = 64
-
-
-class Output(Protocol):
-    """Where a response goes: the h11 core's ``Response``, or the ASGI front end's twin."""
-
-    @property
-    def client_gone(self) -> bool: ...
-
-    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None: ...
-
-    async def send(self, data: bytes) -> None: ...
-
-    async def respond(
-        self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
-    ) -> None: ...
-
-    async def cut(self) -> None: ...
-
-
-@final
-@attrs.frozen
-class StreamCall:
-    """An accepted ``POST /v1/stream``: the row (the first of its group, 08 D77) and what is
-    forwarded to its client."""
-
-    row: ModelRow
-    messages: list[Any]
-    config: Mapping[str, Any] | None
-    #: The caller's key (``None``: an open server's caller).
-    key: KeyRow | None = None
-
-
-@final
-@attrs.frozen
-class FrontCall:
-    """An accepted request at a front door (08 D73): the door, the row (the first of its
-    group, 08 D77) and what the door read of the request."""
-
-    door: FrontDoor
-    row: ModelRow
-    request: FrontRequest
-    #: The caller's key (``None``: an open server's caller).
-    key: KeyRow | None = None
 
 
 def _media_type(value: str | None) -> str:
@@ -179,21 +138,6 @@ def _refusal(
     if door is None:
         return refusal(status, error_type, message)
     return door_refusal(door, status, message, param=param)
-
-
-@final
-@attrs.define
-class Flight:
-    """One call in flight (``Gateway._flight``); ``delivered`` once the caller has the whole
-    answer."""
-
-    signal: AbortSignal
-    tally: Tally
-    #: The row serving the call: the one its group tries now, the last one tried at the end.
-    row: ModelRow
-    delivered: bool = False
-    #: The rows of its group that failed before their first event, in the order tried (08 D77).
-    failed_over: list[ModelRow] = attrs.field(factory=list)
 
 
 @final
@@ -262,6 +206,8 @@ class Gateway:
                                wall=time.time, monotonic=time.monotonic,
                                show_errors=self.config.show_errors)
         self._signals: set[AbortSignal] = set()
+        self.access = AccessLog(self.config.models, base_urls, wall=time.time,
+                                monotonic=time.monotonic)
 
     def _client(
         self,
@@ -440,7 +386,9 @@ class Gateway:
             await self._handle(request, out, local_host)
 
     async def _handle(self, request: Request, out: Output, local_host: str | None) -> None:
-        """``handle`` without telemetry's context."""
+        """``handle`` without telemetry's context; a request answered whole writes its
+        access-log line here, a call in ``_flight``."""
+        started = time.monotonic()
         decision = (await operational_answer(self, request, local_host)
                     or self.decide(request, local_host=local_host))
         if not isinstance(decision, Answer):
@@ -453,21 +401,23 @@ class Gateway:
                 decision = attrs.evolve(answer, headers=answer.headers + refused.headers)
         if isinstance(decision, Answer):
             await out.respond(decision.status, decision.headers, decision.body)
+            self.access.answered(request, self.key_of(request), decision.status, started)
         elif isinstance(decision, StreamCall):
             await stream(self, decision.row, decision.messages, decision.config, out,
-                         MMSPStream(decision.row.api_key), decision.key)
+                         MMSPStream(decision.row.api_key), decision.key, request)
         elif decision.request.stream:
             row, read = decision.row, decision.request
             client_type = self._clients[row].client_type
             encoding = DoorStream(decision.door, row.server_model_id, read.ignored,
                                   client=client_type, secret=row.api_key)
-            await stream(self, row, read.messages, read.config, out, encoding, decision.key)
+            await stream(self, row, read.messages, read.config, out, encoding, decision.key,
+                         request)
         else:
-            await whole(self, decision, out)
+            await whole(self, decision, out, request)
 
     @contextlib.asynccontextmanager
     async def _flight(
-        self, row: ModelRow, out: Output, key: KeyRow | None
+        self, row: ModelRow, out: Output, key: KeyRow | None, request: Request
     ) -> AsyncIterator[Flight]:
         """Track one call to ``row`` (step 4): its signal is aborted when the call ends, with
         ``"client disconnected"`` first when the caller left before it had the whole answer,
@@ -475,7 +425,8 @@ class Gateway:
         rows it tried), and the usage of its stop, if one was sent, counts against ``key``'s
         limits at the price of the row that served it (08 D75, D77; shielded, within the
         store's timeout)."""
-        flight = Flight(AbortSignal(), self.metrics.begin(row.server_model_id), row)
+        flight = Flight(AbortSignal(), self.metrics.begin(row.server_model_id), row,
+                        route=(request.method, request.path))
         self._signals.add(flight.signal)
         if self.prometheus is not None:
             self.prometheus.began(row)
@@ -490,6 +441,7 @@ class Gateway:
             flight.signal.abort("request ended")
             self._signals.discard(flight.signal)
             outcome = flight.tally.end(client_gone=gone)
+            self.access.called(flight, key, outcome)
             if self.prometheus is not None:
                 self.prometheus.ended(flight.row, key, flight.tally, outcome, flight.failed_over)
             with anyio.CancelScope(shield=True):
@@ -586,14 +538,15 @@ class Gateway:
                         failed.server_model_id, self.places[failed], type(exc).__name__,
                         self.places[following])
 
-    def _failed(self, row: ModelRow, exc: Exception, tally: Tally) -> None:
+    def _failed(self, row: ModelRow, exc: Exception, flight: Flight) -> None:
         """Count the call as failed with ``exc``; one that is no MMSP error (a bug) is logged,
         without the row's key."""
         error = wire_error(exc, row.api_key)["error"]
         if not isinstance(exc, MMSPError):
             _logger.error("%s: the row's client failed: %s: %s", row.server_model_id,
                           error["type"], error["message"])
-        tally.failed(error["message"])
+        flight.error_type = error["type"]
+        flight.tally.failed(error["message"])
 
     def abort_streams(self, reason: str) -> None:
         """Abort the upstream call of every stream in flight (module docstring, step 5)."""

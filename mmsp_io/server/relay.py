@@ -44,7 +44,8 @@ from .answers import SSE_HEADERS, Answer, wire_error
 from .config import KeyRow, ModelRow
 
 if TYPE_CHECKING:
-    from .handler import Flight, Gateway, Output
+    from .calls import Flight, Output
+    from .handler import Gateway
 
 __all__ = ["Encoding", "MMSPStream", "stream"]
 

@@ -18,7 +18,8 @@ from .answers import Answer, json_answer
 from .doors import as_mmsp_error, door_error, ignored_fields_header
 
 if TYPE_CHECKING:
-    from .handler import Flight, FrontCall, Gateway, Output
+    from .calls import Flight, FrontCall, Output
+    from .handler import Gateway
 
 __all__ = ["whole"]
 

@@ -409,9 +409,10 @@ def test_the_gateway_settings_have_safe_defaults() -> None:
 INVALID: list[tuple[dict[str, Any], str]] = [
     ({"key": [{"name": "a", "key": "k"}]},  # "keys" misspelt must never run an open server
      "the configuration has unknown keys ['key']; the keys are models, api_keys, keys, store, "
-     "metrics, remote_images, connections, host, port."),
+     "metrics, remote_images, connections, telemetry, access_log, host, port."),
     ({"api_key": ["k"]}, "the configuration has unknown keys ['api_key']; the keys are models, "
-     "api_keys, keys, store, metrics, remote_images, connections, host, port."),
+     "api_keys, keys, store, metrics, remote_images, connections, telemetry, access_log, "
+     "host, port."),
     ({"metrics": True}, "metrics must be an object."),
     ({"metrics": {"show_error": True}},
      "metrics has unknown keys ['show_error']; the keys are show_errors, token."),
