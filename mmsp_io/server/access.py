@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -110,7 +110,7 @@ class AccessLog:
     """The access-log lines of one gateway (module docstring).
 
     Args:
-        rows: the configuration's rows, in file order (``row`` names a row by its index).
+        places: what each row is called, ``models[<i>]`` (``failover.places``).
         base_urls: each row's endpoint, where its price is looked up (``limits.row_pricing``).
         wall, monotonic: the clocks (unix seconds; the metrics' monotonic clock, which the
             calls' tallies read).
@@ -118,13 +118,13 @@ class AccessLog:
 
     def __init__(
         self,
-        rows: Sequence[ModelRow],
+        places: Mapping[ModelRow, str],
         base_urls: Mapping[ModelRow, str],
         *,
         wall: Callable[[], float],
         monotonic: Callable[[], float],
     ) -> None:
-        self._index = {row: index for index, row in enumerate(rows)}
+        self._places = places
         self._pricing = {row: row_pricing(row, base_url) for row, base_url in base_urls.items()}
         self._wall = wall
         self._monotonic = monotonic
@@ -161,7 +161,7 @@ class AccessLog:
                        else _ms(tally.first_event - tally.started))
         _write({"time": _time(self._wall()), "method": flight.route[0], "path": flight.route[1],
                 "key": None if key is None else key.name, "model": row.server_model_id,
-                "row": f"models[{self._index.get(row, -1)}]", "upstream_model": row.model_id,
+                "row": self._places[row], "upstream_model": row.model_id,
                 "outcome": outcome, "status": flight.status, "first_event_ms": first_event,
                 "duration_ms": _ms(self._monotonic() - tally.started), "tokens": tokens,
                 "cost_usd": cost, "attempts": len(flight.failed_over) + 1,

@@ -47,6 +47,8 @@ DEFAULT_GRACE: Final = 10.0
 _FLUSH_SECONDS: Final = 1.0
 #: The core's refusal reasons, in 07 §4's wording where it has one.
 _REASONS: Final = {413: "Request body is too large."}
+#: The signal that reloads the configuration (``run``), where the system has it.
+_RELOAD: Final = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
 #: The error types of the core's refusals that are no invalid request.
 _TYPES: Final = {503: "ServiceUnavailableError"}
 
@@ -157,12 +159,12 @@ async def run(
         OSError: the port cannot be bound.
     """
     gateways = Gateways(gateway)
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, *_RELOAD) as signals:
         async with serve(gateways, host=host, port=port, grace=grace) as server:
             for line in banner(gateway, server.url):
                 announce(line)
             async for received in signals:
-                if received == signal.SIGHUP:
+                if received in _RELOAD:
                     await _reload(gateways, reload, announce)
                     continue
                 announce("Shutting down: streams in flight have "

@@ -206,8 +206,7 @@ class Gateway:
                                wall=time.time, monotonic=time.monotonic,
                                show_errors=self.config.show_errors)
         self._signals: set[AbortSignal] = set()
-        self.access = AccessLog(self.config.models, base_urls, wall=time.time,
-                                monotonic=time.monotonic)
+        self.access = AccessLog(self.places, base_urls, wall=time.time, monotonic=time.monotonic)
 
     def _client(
         self,
