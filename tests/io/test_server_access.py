@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from serverkit import AUTH, FRONTS, RELAXED, TOKEN, config, running, stream_body
@@ -143,3 +144,24 @@ def test_the_setting_sends_the_log_to_a_file_or_nowhere_and_refuses_anything_els
         configure("off")
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
+
+
+@pytest.mark.anyio
+async def test_a_caller_that_leaves_writes_a_disconnect(access: _Lines, tmp_path: Path) -> None:
+    reply = Reply.text("one two three four five six", fragment_size=4, delay=0.2)
+    async with Simulator.running(reply) as sim:
+        gateway = Gateway(config(sim, [PROTOCOL]), timeouts=RELAXED, trace_dir=tmp_path)
+        async with running(gateway, "h11") as origin:
+            async with httpx.AsyncClient() as http, http.stream(
+                "POST", f"{origin}/v1/stream", headers=AUTH, timeout=10,
+                json=stream_body(PROTOCOL, SECRET_TEXT),
+            ) as answer:
+                async for _ in answer.aiter_bytes():
+                    break  # the first bytes, then the caller leaves
+            for _ in range(100):  # the server notices and ends the call
+                if access.lines:
+                    break
+                await anyio.sleep(0.05)
+    [line] = access.lines
+    assert (line["outcome"], line["status"], line["model"]) == ("disconnect", 200, PROTOCOL)
+    _no_secret(access, sim)
