@@ -5,8 +5,8 @@ suites (hypothesis: every decoder, finalizer and protocol machine on generated i
 copy in a fresh process, which must import the compiled modules, in one JSON mode: the JSON
 backend is not what the build changes, and the example-based tests walk the same code the
 properties do. They draw the ``compiled`` profile's few examples: the pure build's run draws
-the full count of the same properties, and what differs here is the build, not the input. The test skips, saying why, where no C compiler, Python headers or mypyc are at
-hand.
+the full count of the same properties, and what differs here is the build, not the input. The
+test skips, saying why, where no C compiler, Python headers or mypyc are at hand.
 """
 
 from __future__ import annotations
