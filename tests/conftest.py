@@ -31,7 +31,7 @@ from mmsp_core import jsonlib
 TESTS = Path(__file__).resolve().parent
 
 settings.register_profile(
-    "dev", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("ci", settings.get_profile("dev"), max_examples=80)
 # The compiled build's run (tests/test_compiled.py): the same properties on the compiled modules.
