@@ -9,12 +9,13 @@ event by event (``new_writer``), or as one JSON response built from the done ite
 protocol names.
 
 Everything here is pure: bytes and JSON values in, bytes and JSON values out; only
-``MMSPError`` leaves (08 D59).
+``MMSPError`` leaves (08 D59). So a door makes no ids: the gateway gives each response its id
+(``response_id``, in the shape ``FrontDoor.id_prefix`` names) and the writers echo it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, final
 
 import attrs
@@ -77,13 +78,17 @@ class StreamWriter(Protocol):
         ...
 
 
-#: A new writer for one response: ``new_writer(model)``, ``model`` the id the response echoes.
-NewStreamWriter = Callable[[str], StreamWriter]
+class NewStreamWriter(Protocol):
+    """A new writer for one response: ``new_writer(model, response_id=...)``, ``model`` the
+    model id and ``response_id`` the response's own id, which every frame that names the
+    response echoes."""
+
+    def __call__(self, model: str, /, *, response_id: str) -> StreamWriter: ...
 
 
 class WholeResponse(Protocol):
     """The protocol's whole JSON response (``stream: false``), built from the done items and
-    the stop only (08 D73)."""
+    the stop only (08 D73); ``model`` and ``response_id`` are the ids it echoes."""
 
     def __call__(
         self,
@@ -93,6 +98,7 @@ class WholeResponse(Protocol):
         /,
         *,
         model: str,
+        response_id: str,
     ) -> Mapping[str, Any]: ...
 
 
@@ -113,6 +119,9 @@ class FrontDoor:
 
     #: The route it answers: ``"/v1/chat/completions"``, ``"/v1/responses"``, ``"/v1/messages"``.
     path: str
+    #: How the protocol's response ids begin (``"chatcmpl-"``, ``"resp_"``, ``"msg_"``); the
+    #: gateway appends a fresh part for each response (the door makes no ids).
+    id_prefix: str
     read_request: ReadRequest
     new_writer: NewStreamWriter
     response: WholeResponse

@@ -53,6 +53,7 @@ PROTOCOL: Final = WireProtocol(
     normalize=normalize,
     front=FrontDoor(
         path=PATH,
+        id_prefix="msg_",
         read_request=read_request,
         new_writer=MessagesWriter,
         response=response,

@@ -58,9 +58,6 @@ __all__ = ["DEFAULT_FRAGMENT_SIZE", "STOP_REASONS", "normalize", "render"]
 #: Characters per fragment when the caller does not choose: about what the API streams.
 DEFAULT_FRAGMENT_SIZE: Final = 12
 
-_MESSAGE_ID: Final = "msg_01MMSPRENDER0000000000"
-
-
 def _public_items(item: DoneItem, size: int) -> list[Item]:
     """The public items the finalizer would have produced for ``item`` (02 §4): fragments of
     ``size`` characters, an empty one carrying the fidelity, the item; nothing for a kind this
@@ -96,7 +93,7 @@ def render(
         ValueError: ``fragment_size`` is less than 1.
     """
     size = resolve_fragment_size(fragment_size, DEFAULT_FRAGMENT_SIZE)
-    writer = MessagesWriter(model, message_id=_MESSAGE_ID, usage=usage)
+    writer = MessagesWriter(model, usage=usage)
     public = itertools.chain.from_iterable(_public_items(item, size) for item in items)
     events = [UniEvent("delta", (each,)) for each in public]
     events.append(UniEvent("stop", (), usage, FinishReason(finish_reason)))

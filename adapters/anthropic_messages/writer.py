@@ -34,13 +34,14 @@ output back into the same stream:
   writer given the usage up front (``render``, which writes recordings) writes every count
   exactly, a ``None`` one as an absent key, so decoding gives it back.
 
-Pure: public events in, bytes out; only ``MMSPError`` leaves (08 D59).
+Pure: public events in, bytes out; only ``MMSPError`` leaves (08 D59). No randomness: the
+message's id is the one the writer is given (the gateway's fresh one per request), else
+``MESSAGE_ID``.
 """
 
 from __future__ import annotations
 
 import enum
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, final
 
@@ -74,12 +75,16 @@ from .machine import REDACTED_THINKING
 from .usage import to_message_delta, to_message_start
 
 __all__ = [
+    "MESSAGE_ID",
     "STOP_REASONS",
     "MessagesWriter",
     "error_body",
-    "new_message_id",
     "response",
 ]
+
+#: The message id when none is given (``render``'s recordings), in Anthropic's shape (``msg_``
+#: and 24 characters).
+MESSAGE_ID: Final = "msg_01MMSPRENDER0000000000"
 
 #: Finish reason -> the ``stop_reason`` the machine maps back to it (06 §1).
 STOP_REASONS: Final[Mapping[FinishReason, str]] = {
@@ -107,11 +112,6 @@ _ERROR_TYPES: Final[Mapping[int, str]] = {
 _STATUS_OF_TYPE: Final[Mapping[str, int]] = {kind: status for status, kind in _ERROR_TYPES.items()}
 #: Errors about what the caller sent: Anthropic's ``invalid_request_error``.
 _CALLER_ERRORS: Final = (InvalidMessageError, UnsupportedContentError, UnsupportedParameterError)
-
-
-def new_message_id() -> str:
-    """A fresh message id in Anthropic's shape (``msg_`` and 24 characters)."""
-    return "msg_" + uuid.uuid4().hex[:24]
 
 
 def error_body(status: int, message: str, /, *, param: str | None = None) -> dict[str, Any]:
@@ -176,7 +176,7 @@ class MessagesWriter:
 
     Args:
         model: the model id ``message_start`` echoes.
-        message_id: the message's id; a fresh one (``new_message_id``) when not given.
+        response_id: the message's id, which ``message_start`` echoes.
         usage: the usage of the whole stream when known before it starts (``render``): every
             count is then written exactly as given; without it, as a live server writes them.
     """
@@ -184,10 +184,14 @@ class MessagesWriter:
     __slots__ = ("_ended", "_held", "_id", "_index", "_model", "_open", "_started", "_usage")
 
     def __init__(
-        self, model: str, *, message_id: str | None = None, usage: UsageMetadata | None = None
+        self,
+        model: str,
+        *,
+        response_id: str = MESSAGE_ID,
+        usage: UsageMetadata | None = None,
     ) -> None:
         self._model = model
-        self._id = message_id or new_message_id()
+        self._id = response_id
         self._usage = usage
         self._started = False
         self._ended = False
@@ -395,7 +399,7 @@ def response(
     /,
     *,
     model: str,
-    message_id: str | None = None,
+    response_id: str = MESSAGE_ID,
 ) -> dict[str, Any]:
     """The ``message`` object Anthropic returns for ``stream: false`` (Messages API reference,
     https://docs.claude.com/en/api/messages): ``id``, ``type``, ``role``, ``model``, the
@@ -403,7 +407,7 @@ def response(
     tool use; other kinds left out), ``stop_reason``, ``stop_sequence`` and ``usage``
     (``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens`` and
     ``cache_read_input_tokens``; counts as a live writer reports them, see the module
-    docstring). ``message_id`` defaults to a fresh one."""
+    docstring). ``response_id`` is the message's ``id``."""
     counts = {
         "input_tokens": 0,
         "cache_creation_input_tokens": 0,
@@ -411,7 +415,7 @@ def response(
         **to_message_delta(_live_usage(usage)),
     }
     return {
-        "id": message_id or new_message_id(),
+        "id": response_id,
         "type": "message",
         "role": "assistant",
         "model": model,

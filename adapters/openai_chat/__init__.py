@@ -39,6 +39,7 @@ PROTOCOL: Final = WireProtocol(
     normalize=normalize,
     front=FrontDoor(
         path="/v1/chat/completions",
+        id_prefix="chatcmpl-",
         read_request=read_request,
         new_writer=ChatStreamWriter,
         response=response,

@@ -27,7 +27,9 @@ always sent: 08 D73) and ``data: [DONE]``. A mid-stream error is written as Open
 ``data: {"error": {"message", "type", "param", "code"}}`` and no ``[DONE]``, so the stream
 never ends cleanly (the Chat machine raises it as ``ProviderStreamError``).
 
-Pure: no clock (``created`` is the first event's ``created_at`` in seconds, else 0).
+Pure: no clock (``created`` is the first event's ``created_at`` in seconds, else 0), no
+randomness (the completion id is the one the writer is given, the gateway's fresh one per
+request, else ``COMPLETION_ID``).
 """
 
 from __future__ import annotations
@@ -61,8 +63,7 @@ __all__ = [
     "response",
 ]
 
-#: The completion id every chunk and whole response carries (the door keeps no state to make
-#: ids from).
+#: The completion id when none is given (``render``'s recordings).
 COMPLETION_ID: Final = "chatcmpl-mmsp-render"
 #: The two spellings of the thinking field (spec 01 §5).
 REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
@@ -113,15 +114,18 @@ def _encrypted_block(encrypted: Mapping[str, Any]) -> _JSON:
 @final
 class ChatStreamWriter:
     """Writes one public stream as Chat Completions SSE (the module docstring says how);
-    ``adapters._front.StreamWriter``."""
+    ``adapters._front.StreamWriter``.
 
-    __slots__ = (
-        "_calls", "_completion_id", "_created", "_details", "_fields", "_model", "_opened"
-    )
+    Args:
+        model: the model id every chunk echoes.
+        response_id: the completion id every chunk carries.
+    """
 
-    def __init__(self, model: str, *, completion_id: str = COMPLETION_ID) -> None:
+    __slots__ = ("_calls", "_created", "_details", "_fields", "_id", "_model", "_opened")
+
+    def __init__(self, model: str, *, response_id: str = COMPLETION_ID) -> None:
         self._model = model
-        self._completion_id = completion_id
+        self._id = response_id
         self._created = 0
         self._opened = False
         #: Tool calls begun so far; the open one's index is one less.
@@ -171,7 +175,7 @@ class ChatStreamWriter:
 
     def _head(self) -> _JSON:
         return {
-            "id": self._completion_id,
+            "id": self._id,
             "object": "chat.completion.chunk",
             "created": self._created,
             "model": self._model,
@@ -231,10 +235,11 @@ def response(
     /,
     *,
     model: str,
+    response_id: str = COMPLETION_ID,
 ) -> dict[str, Any]:
     """The ``chat.completion`` object a Chat Completions server answers ``stream: false``
     with (OpenAI API reference, "The chat completion object"), from the done items and the
-    stop only (08 D73; ``adapters._front.WholeResponse``).
+    stop only (08 D73; ``adapters._front.WholeResponse``); its ``id`` is ``response_id``.
 
     ``choices[0].message``: ``role``; ``content``, the text items joined (``null`` when there
     are none); ``refusal`` ``null``; ``tool_calls`` when there are calls (arguments as JSON
@@ -270,7 +275,7 @@ def response(
         )))
     )
     return {
-        "id": COMPLETION_ID,
+        "id": response_id,
         "object": "chat.completion",
         "created": 0,
         "model": model,

@@ -43,6 +43,6 @@ PROTOCOL: Final = WireProtocol(
     traits=Traits(display_name="OpenAI Responses", error_shape=ERROR_SHAPE,
                   dialect=simulate.DIALECT),
     normalize=normalize,
-    front=FrontDoor(path="/v1/responses", read_request=read_request, new_writer=ResponsesWriter,
-                    response=response, error_body=error_body),
+    front=FrontDoor(path="/v1/responses", id_prefix="resp_", read_request=read_request,
+                    new_writer=ResponsesWriter, response=response, error_body=error_body),
 )

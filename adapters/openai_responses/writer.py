@@ -38,7 +38,8 @@ Other item kinds (inline data, thought images, embeddings) have no Responses out
 terminal event repeats as a Responses server does: what it holds is the response itself.
 
 Pure: no clock (``created_at`` is the first event's ``created_at`` in seconds, else 0), no
-randomness (the ids are ``resp_mmsp`` and ``<kind>_<output_index>``).
+randomness: every response object carries the id the writer is given (the gateway's fresh one
+per request), else ``RESPONSE_ID``; the output items' ids are ``<kind>_<output_index>``.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ from .usage import usage_to_wire
 __all__ = ["PROTOCOL_NAME", "RESPONSE_ID", "ResponsesWriter", "error_body", "response"]
 
 PROTOCOL_NAME: Final = "openai-responses"
-#: The id of every response the door writes (it keeps no state to make ids from).
+#: The response id when none is given (``render``'s recordings).
 RESPONSE_ID: Final = "resp_mmsp"
 
 _MESSAGE: Final = "message"
@@ -163,29 +164,40 @@ def _unsupported(item: Item) -> UnsupportedContentError:
     )
 
 
+@final
+@attrs.frozen
+class _Head:
+    """What every response object of one response repeats: its id, model and creation time
+    (unix seconds)."""
+
+    response_id: str
+    model: str
+    created_at: int
+
+
 def _response_object(
-    model: str, created_at: int, status: str, output: Sequence[Mapping[str, Any]], **fields: Any
+    head: _Head, status: str, output: Sequence[Mapping[str, Any]], **fields: Any
 ) -> dict[str, Any]:
     """A Responses ``response`` object (OpenAI API reference, "The response object")."""
     return {
-        "id": RESPONSE_ID, "object": "response", "created_at": created_at, "status": status,
-        "model": model, "output": list(output), "error": None, "incomplete_details": None,
-        "usage": None, **fields,
+        "id": head.response_id, "object": "response", "created_at": head.created_at,
+        "status": status, "model": head.model, "output": list(output), "error": None,
+        "incomplete_details": None, "usage": None, **fields,
     }
 
 
 def _terminal(
-    model: str, created_at: int, output: Sequence[Mapping[str, Any]], usage: UsageMetadata,
+    head: _Head, output: Sequence[Mapping[str, Any]], usage: UsageMetadata,
     finish_reason: FinishReason,
 ) -> tuple[str, dict[str, Any]]:
     """The terminal event type and its response: ``completed`` for ``stop`` and
     ``tool_call``, else ``incomplete`` with its reason (08 D5, D35)."""
     wire_usage = usage_to_wire(usage)
     if finish_reason in (FinishReason.STOP, FinishReason.TOOL_CALL):
-        completed = _response_object(model, created_at, "completed", output, usage=wire_usage)
+        completed = _response_object(head, "completed", output, usage=wire_usage)
         return "response.completed", completed
     reason = "max_output_tokens" if finish_reason == FinishReason.LENGTH else "content_filter"
-    incomplete = _response_object(model, created_at, "incomplete", output, usage=wire_usage,
+    incomplete = _response_object(head, "incomplete", output, usage=wire_usage,
                                   incomplete_details={"reason": reason})
     return "response.incomplete", incomplete
 
@@ -197,16 +209,18 @@ def response(
     /,
     *,
     model: str,
+    response_id: str = RESPONSE_ID,
 ) -> dict[str, Any]:
-    """The whole ``response`` object a Responses server returns for ``stream: false``: the
-    output items the stream's ``response.output_item.done`` events carry, in order, the status
-    (``completed``, or ``incomplete`` with its reason) and the usage (08 D73).
+    """The whole ``response`` object a Responses server returns for ``stream: false``: its
+    ``id`` ``response_id``, the output items the stream's ``response.output_item.done`` events
+    carry, in order, the status (``completed``, or ``incomplete`` with its reason) and the
+    usage (08 D73).
 
     Raises:
         UnsupportedContentError: an item kind a Responses output cannot carry.
     """
     output = [_output_item(index, item) for index, item in enumerate(items)]
-    return _terminal(model, 0, output, usage, finish_reason)[1]
+    return _terminal(_Head(response_id, model, 0), output, usage, finish_reason)[1]
 
 
 @final
@@ -229,13 +243,16 @@ class ResponsesWriter:
 
     Args:
         model: the model id the response objects echo (the gateway's ``server_model_id``).
+        response_id: the id every response object of the stream carries.
     """
 
-    __slots__ = ("_created_at", "_ended", "_frames", "_model", "_open", "_output", "_sequence")
+    __slots__ = ("_ended", "_frames", "_head", "_id", "_model", "_open", "_output", "_sequence")
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, response_id: str = RESPONSE_ID) -> None:
         self._model = model
-        self._created_at: int | None = None
+        self._id = response_id
+        #: The response objects' head, once the opening frames are written.
+        self._head: _Head | None = None
         self._sequence = 0
         self._frames: list[bytes] = []
         self._open: _Open | None = None
@@ -252,11 +269,10 @@ class ResponsesWriter:
         """
         if self._ended:
             raise StreamProtocolError(PROTOCOL_NAME, detail="an event after the end of stream")
-        self._start(event.created_at)
+        head = self._start(event.created_at)
         if event.event_type == "stop":
             event_type, done = _terminal(
-                self._model, self._created_at or 0, self._output,
-                event.usage_metadata or UsageMetadata(),
+                head, self._output, event.usage_metadata or UsageMetadata(),
                 event.finish_reason or FinishReason.UNKNOWN,
             )
             self._frame(event_type, response=done)
@@ -272,9 +288,8 @@ class ResponsesWriter:
         stream has ended and nothing is written."""
         if self._ended:
             return b""
-        self._start(None)
         failed = _response_object(
-            self._model, self._created_at or 0, "failed", self._output,
+            self._start(None), "failed", self._output,
             error=_error_object(error), usage=_error_usage(error),
         )
         self._frame("response.failed", response=failed)
@@ -293,14 +308,15 @@ class ResponsesWriter:
         self._frames.clear()
         return written
 
-    def _start(self, created_at: int | None) -> None:
-        """``response.created`` and ``response.in_progress``, once, before anything else."""
-        if self._created_at is not None:
-            return
-        self._created_at = (created_at or 0) // 1000
-        opening = _response_object(self._model, self._created_at, "in_progress", [])
-        self._frame("response.created", response=opening)
-        self._frame("response.in_progress", response=opening)
+    def _start(self, created_at: int | None) -> _Head:
+        """``response.created`` and ``response.in_progress``, once, before anything else; the
+        head every response object of the stream repeats."""
+        if self._head is None:
+            self._head = _Head(self._id, self._model, (created_at or 0) // 1000)
+            opening = _response_object(self._head, "in_progress", [])
+            self._frame("response.created", response=opening)
+            self._frame("response.in_progress", response=opening)
+        return self._head
 
     # -- items -----------------------------------------------------------------------------
 

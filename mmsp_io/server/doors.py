@@ -30,12 +30,16 @@ An upstream 401 or 403 is the operator's key failing, not the caller's: a caller
 
 After the head, every error is written in the stream as the protocol writes it
 (``StreamWriter.error``): a cut upstream never ends as a well-formed stream.
+
+The pure doors make no ids: each response, streamed or whole, gets a fresh one here
+(``fresh_response_id``), in the protocol's shape (``FrontDoor.id_prefix``).
 """
 
 from __future__ import annotations
 
 import math
 import urllib.parse
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, final
@@ -62,6 +66,7 @@ __all__ = [
     "door_error",
     "door_refusal",
     "error_status",
+    "fresh_response_id",
     "front_doors",
     "ignored_fields_header",
     "model_list",
@@ -85,6 +90,12 @@ def front_doors() -> dict[str, FrontDoor]:
         if protocol.front is not None:
             doors.setdefault(protocol.front.path, protocol.front)
     return doors
+
+
+def fresh_response_id(door: FrontDoor) -> str:
+    """A fresh id for one response of ``door``: its ``id_prefix`` and 24 random hex digits (as
+    OpenAI's and Anthropic's ids look), so no two callers' responses share an id."""
+    return door.id_prefix + uuid.uuid4().hex[:24]
 
 
 def error_status(error: MMSPError) -> int:
@@ -168,7 +179,7 @@ class DoorStream:
         self, door: FrontDoor, model: str, ignored: Sequence[str], *, client: str, secret: str
     ) -> None:
         self._door = door
-        self._writer = door.new_writer(model)
+        self._writer = door.new_writer(model, response_id=fresh_response_id(door))
         self._client = client
         self._secret = secret
         self._opened = False

@@ -15,7 +15,7 @@ from mmsp_core.model import DoneItem, UniEvent
 
 from ..httpserver import Request
 from .answers import Answer, json_answer
-from .doors import as_mmsp_error, door_error, ignored_fields_header
+from .doors import as_mmsp_error, door_error, fresh_response_id, ignored_fields_header
 
 if TYPE_CHECKING:
     from .calls import Flight, FrontCall, Output
@@ -62,7 +62,8 @@ async def _collect(gateway: Gateway, call: FrontCall, flight: Flight) -> Answer:
         if usage is None or finish is None:  # the public stream always ends with both
             raise IncompleteStreamError(client_type, ("usage", "finish_reason"))
         document = call.door.response(message.content_items, usage, finish,
-                                      model=row.server_model_id)
+                                      model=row.server_model_id,
+                                      response_id=fresh_response_id(call.door))
     except Exception as exc:
         gateway._failed(flight.row, exc, flight)
         return door_error(call.door, as_mmsp_error(exc, client_type, row.api_key))

@@ -26,7 +26,7 @@ from adapters.anthropic_messages import PROTOCOL
 from adapters.anthropic_messages.reader import FORMAT_NAME, read_request
 from adapters.anthropic_messages.render import normalize
 from adapters.anthropic_messages.request_normalization import normalize_request
-from adapters.anthropic_messages.writer import MessagesWriter, error_body, response
+from adapters.anthropic_messages.writer import MESSAGE_ID, MessagesWriter, error_body, response
 from adapters.testing import check_only_mmsp_errors, check_recording, split_events
 from mmsp_core import jsonlib
 from mmsp_core.errors import (
@@ -627,7 +627,7 @@ def test_a_body_recorded_from_the_door_passes_the_conformance_checks(tmp_path: P
 
 
 def test_the_frames_are_anthropics_one_event_at_a_time() -> None:
-    writer = MessagesWriter("claude-gw", message_id="msg_gw")
+    writer = MessagesWriter("claude-gw", response_id="msg_gw")
     public = _agent_stream()
     written = [writer.event(event) for event in public]
     names = [
@@ -673,11 +673,22 @@ def test_a_live_writer_reports_counts_the_sdks_require() -> None:
     assert error is None and events[-1].usage_metadata == UsageMetadata(None, 0, None, 0)
 
 
+def _message_id(body: bytes) -> str:
+    """The message id ``message_start`` carries in ``body``."""
+    start = json.loads(split_events(body)[0].split(b"data: ", 1)[1])
+    return str(start["message"]["id"])
+
+
 @pytest.mark.one_json_mode
-def test_fresh_writers_have_fresh_message_ids() -> None:
+def test_the_writer_echoes_the_id_it_is_given_and_makes_none() -> None:
+    """The pure writer draws no id: the gateway gives each response its own; without one,
+    every writer writes ``MESSAGE_ID``."""
+    given = [MessagesWriter("m", response_id=f"msg_{n}").event(UniEvent("stop")) for n in (1, 2)]
+    assert [_message_id(body) for body in given] == ["msg_1", "msg_2"]
     first, second = (MessagesWriter("m").event(UniEvent("stop")) for _ in range(2))
-    assert first.split(b'"id":"')[1][:28] != second.split(b'"id":"')[1][:28]
-    assert b'"id":"msg_' in first
+    assert first == second and _message_id(first) == MESSAGE_ID
+    whole = response([], UsageMetadata(), FinishReason.STOP, model="m")
+    assert whole["id"] == MESSAGE_ID
 
 
 ERRORS = [
@@ -722,7 +733,7 @@ def test_an_error_after_the_stop_writes_nothing() -> None:
 def test_the_whole_response_is_anthropics_message_object() -> None:
     items = [*STREAM_ITEMS, ThinkingDone("unsigned"), ImageUrlDone("https://x.test/i")]
     body = response(items, UsageMetadata(2, 30, 5, 7), FinishReason.TOOL_CALL,
-                    model="claude-gw", message_id="msg_1")
+                    model="claude-gw", response_id="msg_1")
     assert body == {
         "id": "msg_1",
         "type": "message",
@@ -782,7 +793,7 @@ def test_the_error_body_types_each_status_as_anthropic_does(status: int, error_t
 @pytest.mark.one_json_mode
 def test_the_protocol_record_carries_the_front_door() -> None:
     door = PROTOCOL.front
-    assert door is not None and door.path == "/v1/messages"
+    assert door is not None and door.path == "/v1/messages" and door.id_prefix == "msg_"
     assert door.read_request is read_request and door.response is response
-    assert isinstance(door.new_writer("m"), MessagesWriter)
+    assert isinstance(door.new_writer("m", response_id="msg_1"), MessagesWriter)
     assert adapters.PROTOCOLS[SOURCE].front is door

@@ -23,7 +23,7 @@ from adapters._openai import error_body
 from adapters._render import public_events
 from adapters.openai_chat.reader import normalize_request, read_request
 from adapters.openai_chat.render import normalize
-from adapters.openai_chat.writer import ChatStreamWriter, response
+from adapters.openai_chat.writer import COMPLETION_ID, ChatStreamWriter, response
 from mmsp_core.errors import (
     EmptyResponseError,
     IncompleteStreamError,
@@ -96,10 +96,10 @@ def read(*messages: dict[str, Any], **fields: Any) -> Any:
 def test_the_record_names_the_door() -> None:
     front = adapters.PROTOCOLS[PROTOCOL].front
     assert front is not None
-    assert front.path == "/v1/chat/completions"
+    assert (front.path, front.id_prefix) == ("/v1/chat/completions", "chatcmpl-")
     assert front.read_request is read_request
     assert (front.response, front.error_body) == (response, error_body)
-    assert isinstance(front.new_writer("m"), ChatStreamWriter)
+    assert isinstance(front.new_writer("m", response_id="chatcmpl-1"), ChatStreamWriter)
 
 
 @pytest.mark.one_json_mode
@@ -634,6 +634,21 @@ def test_an_error_after_any_event_decodes_to_the_error_never_a_clean_end(cut: in
     assert (error.code, error.error_type, error.provider_message) == (
         "overloaded", "server_error", "The server is overloaded.")
     assert all(event.event_type == "delta" for event in events)
+
+
+@pytest.mark.one_json_mode
+def test_every_chunk_and_the_whole_response_carry_the_id_given() -> None:
+    """The pure writers draw no id: the gateway gives each response its own; without one,
+    ``COMPLETION_ID``."""
+    writer = ChatStreamWriter("m", response_id="chatcmpl-7")
+    body = b"".join(writer.event(event) for event in STREAM)
+    chunks = [json.loads(frame.removeprefix(b"data: "))
+              for frame in body.split(b"\n\n")[:-2]]
+    assert len(chunks) > 3 and {chunk["id"] for chunk in chunks} == {"chatcmpl-7"}
+    whole = response([TextDone("Hi")], USAGE, FinishReason.STOP, model="m",
+                     response_id="chatcmpl-7")
+    assert whole["id"] == "chatcmpl-7"
+    assert response([], USAGE, FinishReason.STOP, model="m")["id"] == COMPLETION_ID
 
 
 def test_a_library_error_is_written_with_its_class_as_the_code() -> None:

@@ -31,7 +31,7 @@ from adapters.openai_responses import (
     read_request,
 )
 from adapters.openai_responses.profiles import ResponsesProfile
-from adapters.openai_responses.writer import ResponsesWriter, error_body, response
+from adapters.openai_responses.writer import RESPONSE_ID, ResponsesWriter, error_body, response
 from mmsp_core import (
     IncompleteStreamError,
     InvalidMessageError,
@@ -615,6 +615,25 @@ def test_a_provider_error_keeps_its_code_and_message() -> None:
 
 
 @one_json_mode
+@pytest.mark.parametrize("end", ["stop", "error"])
+def test_every_response_object_carries_the_id_given(end: str) -> None:
+    """The pure writers draw no id: the gateway gives each response its own, which the
+    opening, terminal and failed response objects and the whole response all carry; without
+    one, ``RESPONSE_ID``."""
+    writer = ResponsesWriter(MODEL, response_id="resp_7")
+    body = writer.event(UniEvent("delta", (TextDone("Hi"),)))
+    body += (writer.event(UniEvent("stop", (), UsageMetadata(), FinishReason.STOP))
+             if end == "stop" else writer.error(_CUT))
+    data = [json.loads(frame.split(b"\n")[1][6:]) for frame in body.split(b"\n\n") if frame]
+    objects = [d["response"] for d in data if "response" in d]
+    assert len(objects) == 3 and {o["id"] for o in objects} == {"resp_7"}
+    whole = response([TextDone("Hi")], UsageMetadata(), FinishReason.STOP, model=MODEL,
+                     response_id="resp_7")
+    assert whole["id"] == "resp_7"
+    assert response([], UsageMetadata(), FinishReason.STOP, model=MODEL)["id"] == RESPONSE_ID
+
+
+@one_json_mode
 def test_nothing_follows_the_end_of_the_stream() -> None:
     writer = ResponsesWriter(MODEL)
     writer.event(UniEvent("stop", (), UsageMetadata(), FinishReason.STOP))
@@ -691,6 +710,6 @@ def test_the_error_body_is_openais(status: int, error_type: str, code: str | Non
 @one_json_mode
 def test_the_protocol_record_has_the_front_door() -> None:
     front = PROTOCOL.front
-    assert front is not None and front.path == "/v1/responses"
+    assert front is not None and (front.path, front.id_prefix) == ("/v1/responses", "resp_")
     assert front.read_request(body()).model == MODEL
-    assert isinstance(front.new_writer(MODEL), ResponsesWriter)
+    assert isinstance(front.new_writer(MODEL, response_id="resp_1"), ResponsesWriter)

@@ -1,12 +1,15 @@
-"""The pure packages stay pure: no I/O library loaded, no clock, environment or files.
+"""The pure packages stay pure: no I/O library loaded, no clock, randomness, environment or
+files.
 
 ``mmsp_core`` and ``adapters`` must not import httpx, anyio, asyncio, trio or h11 (the project
-rules, 08 D1, D8), and must not read the clock (09: the clock is injected), the environment
-or files.
+rules, 08 D1, D8), and must not read the clock (09: the clock is injected), draw random
+numbers (the same input writes the same bytes: the gateway makes the response ids), read the
+environment or files.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -77,6 +80,43 @@ def test_the_pure_packages_use_no_clock_environment_or_files() -> None:
         if pattern.search(line)
     ]
     assert hits == []
+
+
+#: Modules whose mere import in a pure package is an impurity: randomness, the clock, the
+#: environment.
+FORBIDDEN_MODULES = frozenset({"uuid", "random", "secrets", "time", "datetime", "os"})
+
+
+def forbidden_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``source`` of a module in ``FORBIDDEN_MODULES`` (or
+    of one of its submodules), however it is spelled."""
+    hits: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        hits.extend((node.lineno, name) for name in names
+                    if name.split(".")[0] in FORBIDDEN_MODULES)
+    return sorted(hits)
+
+
+def test_the_pure_packages_import_no_randomness_clock_or_environment() -> None:
+    hits = [
+        f"{path.relative_to(ROOT)}:{line}: import {module}"
+        for path in _sources()
+        for line, module in forbidden_imports(path.read_text(encoding="utf-8"))
+    ]
+    assert hits == []
+
+
+def test_the_import_scan_finds_what_it_looks_for() -> None:
+    code = ("import json, uuid\nfrom random import choice\nif x:\n    import secrets as s\n"
+            "from os.path import join\nfrom . import time\nimport timeit\n")
+    assert forbidden_imports(code) == [(1, "uuid"), (2, "random"), (4, "secrets"),
+                                       (5, "os.path")]
 
 
 def test_the_forbidden_patterns_find_what_they_look_for() -> None:

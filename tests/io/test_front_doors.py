@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
@@ -760,6 +761,28 @@ async def test_ignored_fields_are_named_in_a_header(
     for answer in answers:
         assert answer.status_code == 200
         assert answer.headers["x-mmsp-ignored-fields"] == "metadata, x-odd%0D%0Aname"
+
+
+@pytest.mark.parametrize("protocol", DOORS)
+async def test_every_response_gets_its_own_id_in_the_protocols_shape(
+    protocol: str, tmp_path: Path
+) -> None:
+    """The gateway gives each response, streamed or whole, a fresh id starting with the
+    door's ``id_prefix`` (the pure writers make none): no two callers share one."""
+    prefix = door_of(protocol).id_prefix
+    fresh = re.compile(re.escape(prefix) + "[0-9a-f]{24}")
+    async with serving(tmp_path, "h11", ROWS[:1]) as (_sim, origin), \
+            httpx.AsyncClient() as http:
+        answers = [await http.post(door_url(protocol, origin), headers=AUTH,
+                                   json=request_body(protocol, ROWS[0], stream=stream))
+                   for stream in (True, True, False, False)]
+    ids = []
+    for answer in answers:
+        assert answer.status_code == 200
+        (found,) = set(fresh.findall(answer.text))  # one id, wherever the protocol repeats it
+        ids.append(found)
+    assert [answer.json()["id"] for answer in answers[2:]] == ids[2:]
+    assert len(set(ids)) == len(ids)
 
 
 def test_the_ignored_fields_header_is_bounded() -> None:
