@@ -54,8 +54,10 @@ it, or a server that closed before its answer), ``PoolTimeout``.
 from __future__ import annotations
 
 import collections
+import functools
 import ipaddress
 import math
+import os
 import select
 import ssl
 import time
@@ -375,8 +377,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
         if scheme == b"https":
             tls = self._tls
             if tls is None:
-                tls = self._tls = httpx.create_ssl_context()
-                tls.set_alpn_protocols(["http/1.1"])
+                tls = self._tls = default_tls_context()
         try:
             with anyio.fail_after(timeout):
                 if tls is None:
@@ -507,6 +508,23 @@ def _asks_to_close(headers: Iterable[tuple[bytes, bytes]]) -> bool:
                for token in value.split(b","))
 
 
+def default_tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (``httpx.create_ssl_context()``: its certificates, or those
+    ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` name), offering HTTP/1.1 by ALPN; one per value of
+    those two variables, shared by every client of the process: loading a CA bundle takes tens
+    of milliseconds, which each client made would otherwise pay."""
+    return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context_for(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """The context of ``default_tls_context`` for these variables' values (httpx reads them
+    itself)."""
+    tls = httpx.create_ssl_context()
+    tls.set_alpn_protocols(["http/1.1"])
+    return tls
+
+
 def fast_http_client(
     *,
     max_connections: int | None = MAX_CONNECTIONS,
@@ -527,7 +545,7 @@ def fast_http_client(
             for a slot within the pool timeout, else ``httpx.PoolTimeout``.
         max_keepalive: idle connections kept for reuse (``None``: no limit; ``0``: none).
         keepalive_expiry: seconds an idle connection is kept (``None``: no expiry).
-        ssl_context: the TLS context of ``https`` origins; ``httpx.create_ssl_context()`` when
+        ssl_context: the TLS context of ``https`` origins; ``default_tls_context()`` when
             ``None`` (httpx's default certificates, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
             apply).
         trust_env: read the environment's proxies (``HTTP_PROXY``, ``HTTPS_PROXY``,
@@ -535,7 +553,7 @@ def fast_http_client(
             httpx's own transport (the library's speaks to origins only), with the same TLS
             context and limits.
     """
-    tls = ssl_context if ssl_context is not None else httpx.create_ssl_context()
+    tls = ssl_context if ssl_context is not None else default_tls_context()
     limits = httpx.Limits(max_connections=max_connections,
                           max_keepalive_connections=max_keepalive,
                           keepalive_expiry=keepalive_expiry)

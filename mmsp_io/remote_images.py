@@ -31,16 +31,16 @@ user's own URLs) within the byte limits. The MMSP gateway's default fetches noth
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import socket
-import ssl
 from collections.abc import Iterable
 from typing import Any, Final, final
 
 import anyio
 import attrs
 import httpx
+
+from ._transport import default_tls_context
 
 __all__ = ["IMAGE_LIMIT", "TOTAL_IMAGE_LIMIT", "RemoteImages", "checked_client", "fetchable"]
 
@@ -141,12 +141,6 @@ def _public(ip: _Address) -> bool:
     return ip.is_global and not (ip.is_multicast or ip.is_reserved)
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """httpx's default TLS context, made once (loading the CA bundle takes milliseconds)."""
-    return httpx.create_ssl_context()
-
-
 def checked_client(policy: RemoteImages) -> httpx.AsyncClient:
     """An HTTP client for image fetches under ``policy``: each request goes to an address its
     host resolves to, every one of them checked by ``fetchable`` unless ``policy.allows`` the
@@ -169,7 +163,7 @@ class _CheckedTransport(httpx.AsyncBaseTransport):
         self._policy = policy
         # No connection is kept: one made for one host name never carries another's request.
         self._inner = httpx.AsyncHTTPTransport(
-            verify=_tls_context(),
+            verify=default_tls_context(),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
         )
 

@@ -2,8 +2,10 @@
 hypothesis example counts from profiles; the tests that parse provider JSON run once per JSON
 backend.
 
-Hypothesis profiles: ``dev`` (the default) and ``ci`` (when ``CI=true``, as ``.ci/run`` runs:
-more examples); ``HYPOTHESIS_PROFILE`` names one explicitly. No test sets its own example count.
+Hypothesis profiles: ``dev`` (the default: the README's test command, in CI too, stays within
+its five minutes) and ``ci`` (eight times the examples: ``.ci/run``'s second step runs the core,
+adapter and end-to-end client tests with it); ``HYPOTHESIS_PROFILE`` names one. No test sets
+its own example count.
 
 JSON backends (``mmsp_core.jsonlib``): the tests of the parser and adapter suites
 (``BOTH_JSON_MODES``) run once per available backend, since their results must never depend on
@@ -14,11 +16,18 @@ belongs in both modes), and so does a test that runs in both modes and parses no
 run would be the first one again: mark it ``one_json_mode``), but for a property test, whose
 examples decide whether it parses. ``MMSP_TEST_JSON_MODE`` names the
 one backend to run (the compiled build's test runs its suites in one mode).
+
+Trust store: no test reaches a public host, and every ``httpx`` client made loads its trust
+store (certifi's bundle: about 45 ms a client). Unless the environment names one, the suite's
+processes trust a one-certificate bundle (``SSL_CERT_FILE``; httpx reads it), so that a client
+costs a millisecond; a test of the default store deletes the variable.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,15 +39,32 @@ from mmsp_core import jsonlib
 
 TESTS = Path(__file__).resolve().parent
 
+
+def _one_certificate_bundle() -> str:
+    """A temporary file holding the first certificate of certifi's bundle (module doc),
+    removed when the process ends."""
+    import certifi
+
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end) + len(end)]
+    handle, name = tempfile.mkstemp(prefix="mmsp-tests-", suffix=".pem")
+    os.write(handle, first.encode("ascii") + b"\n")
+    os.close(handle)
+    atexit.register(os.unlink, name)
+    return name
+
+
+if not (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
+    os.environ["SSL_CERT_FILE"] = _one_certificate_bundle()
+
 settings.register_profile(
     "dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("ci", settings.get_profile("dev"), max_examples=80)
 # The compiled build's run (tests/test_compiled.py): the same properties on the compiled modules.
 settings.register_profile("compiled", settings.get_profile("dev"), max_examples=5)
-settings.load_profile(
-    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
-)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 
 #: The suites whose tests run once per JSON backend: the parsers and the protocol adapters.
 BOTH_JSON_MODES = ("core", "adapters")

@@ -28,9 +28,6 @@ import pytest
 
 from mmsp_io.simulator import Simulator
 
-#: One test worker runs the module: its examples share one mypy run (``mypy_errors``).
-pytestmark = pytest.mark.xdist_group("readme")
-
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "guide.md"
@@ -154,15 +151,15 @@ def test_the_guide_uses_only_options_the_cli_has() -> None:
     """Each option of each guide command is in that command's ``--help``."""
     commands = list(_cli_commands())
     assert commands, "the guide shows no mmsp-sansio command"
-    missing: list[str] = []
-    for argv in commands:
-        done = subprocess.run(
-            [sys.executable, "-m", "mmsp_io", argv[1], "--help"],
+    helps = {
+        command: subprocess.run(
+            [sys.executable, "-m", "mmsp_io", command, "--help"],
             capture_output=True, text=True, timeout=60, check=True,
-        )
-        for option in (arg for arg in argv[2:] if arg.startswith("--")):
-            if option not in done.stdout:
-                missing.append(f"{argv[1]} {option}")
+        ).stdout
+        for command in {argv[1] for argv in commands}
+    }
+    missing = [f"{argv[1]} {option}" for argv in commands for option in argv[2:]
+               if option.startswith("--") and option not in helps[argv[1]]]
     assert missing == [], f"options the CLI does not have: {missing}"
 
 
@@ -171,37 +168,40 @@ def test_the_guide_uses_only_options_the_cli_has() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """``mypy --strict`` over every example at once: module name -> its error lines."""
-    directory = tmp_path_factory.mktemp("examples")
-    blocks = BLOCKS
-    for block in blocks:
-        (directory / f"{block.module}.py").write_text(block.code, encoding="utf-8")
+def test_every_example_type_checks(tmp_path: Path) -> None:
+    """``mypy --strict`` over every example at once (one cold mypy run costs tens of seconds,
+    so there is one): no example has an error, and mypy reports none outside them."""
+    for block in BLOCKS:
+        (tmp_path / f"{block.module}.py").write_text(block.code, encoding="utf-8")
     # The packages are read from the checkout (an editable install is an import hook mypy
     # cannot follow); tests/test_packaging.py checks the installed wheel is typed.
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
-         *(f"{block.module}.py" for block in blocks)],
-        cwd=directory, env=env, capture_output=True, text=True, timeout=600, check=False,
+         *(f"{block.module}.py" for block in BLOCKS)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
     )
-    errors: dict[str, str] = {block.module: "" for block in blocks}
-    for line in done.stdout.splitlines():
-        module = line.split(".py:", 1)[0]
-        assert module in errors, f"mypy failed outside the examples:\n{done.stdout}{done.stderr}"
-        errors[module] += line + "\n"
     assert done.returncode in (0, 1), done.stderr
-    return errors
+    names = {block.module: block.name for block in BLOCKS}
+    errors = done.stdout.splitlines()
+    outside = [line for line in errors if line.split(".py:", 1)[0] not in names]
+    assert outside == [], f"mypy failed outside the examples:\n{done.stdout}{done.stderr}"
+    assert errors == [], "\n".join(
+        f"{names[line.split('.py:', 1)[0]]}: {line}" for line in errors
+    )
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
-def test_example_type_checks(block: Block, mypy_errors: dict[str, str]) -> None:
-    assert mypy_errors[block.module] == "", f"{block.name}:\n{mypy_errors[block.module]}"
+def _one_loop_each(blocks: list[Block]) -> list[object]:
+    """``(anyio_backend, block)`` pairs, the loops alternating: the example runs in its own
+    interpreter on the loop it chooses, so the test's loop only hosts the simulator; both
+    loops still host it."""
+    loops = ("asyncio", "trio")
+    return [pytest.param(loops[index % 2], block, id=f"{loops[index % 2]}-{block.name}")
+            for index, block in enumerate(blocks)]
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.name)
+@pytest.mark.parametrize(("anyio_backend", "block"), _one_loop_each(BLOCKS))
 async def test_example_runs_against_the_simulator(block: Block, tmp_path: Path) -> None:
     if block.not_run is not None:
         pytest.skip(f"{block.name} is not run: {block.not_run}")

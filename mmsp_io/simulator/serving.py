@@ -53,9 +53,19 @@ class _Response:
     steps: list[faults.Step] | None = None
 
 
+_BLANK_LINE: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
 def _sse_events(body: bytes) -> list[bytes]:
-    """Split an event-stream body after each blank line (an unterminated tail stays whole)."""
-    return re.findall(rb".*?(?:\r\n\r\n|\n\n|\r\r)|.+\Z", body, re.DOTALL)
+    """Split an event-stream body after each blank line (an unterminated tail stays whole), in
+    one pass over it."""
+    events, start = [], 0
+    for blank in _BLANK_LINE.finditer(body):
+        events.append(body[start : blank.end()])
+        start = blank.end()
+    if start < len(body):
+        events.append(body[start:])
+    return events
 
 
 def _split(data: bytes, size: int) -> list[bytes]:

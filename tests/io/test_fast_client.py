@@ -7,8 +7,8 @@ These tests prove that the client:
 * sends its requests through the library's transport (the response carries ``BODY_EXTENSION``),
   follows no redirect and has no timeout of httpx's own (the driver's apply, 08 D16, D22);
 * keeps the limits it is given (connections in flight, idle connections, their expiry);
-* verifies TLS with the caller's context, else with ``httpx.create_ssl_context()``, which reads
-  ``SSL_CERT_FILE``;
+* verifies TLS with the caller's context, else with ``default_tls_context()``, httpx's default
+  context made once per value of ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` and shared;
 * sends a request the environment's proxies cover (``HTTP_PROXY``, ``HTTPS_PROXY``,
   ``ALL_PROXY``) through httpx's own transport to the proxy, and one ``NO_PROXY`` names (or any,
   with ``trust_env=False``) through the library's transport to the origin;
@@ -31,7 +31,12 @@ from test_transport import OK, counted, serving
 
 import mmsp_io
 from mmsp_io import driver
-from mmsp_io._transport import BODY_EXTENSION, Http11Transport, fast_http_client
+from mmsp_io._transport import (
+    BODY_EXTENSION,
+    Http11Transport,
+    default_tls_context,
+    fast_http_client,
+)
 from mmsp_io.server import Gateway
 from mmsp_io.simulator import Simulator
 
@@ -132,6 +137,23 @@ async def test_tls_without_a_context_reads_ssl_cert_file(
     environment.setenv("SSL_CERT_FILE", str(certificates))
     async with serving([OK], tls=tls_server) as server, fast_http_client() as client:
         assert (await client.get(server.url())).content == b"ok"
+
+
+def test_clients_share_one_default_context_per_certificate_variables(
+    environment: pytest.MonkeyPatch, ca: trustme.CA, tmp_path: Path
+) -> None:
+    """The default context is made once (its CA bundle costs tens of milliseconds per client
+    otherwise) and again only when ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` changes."""
+    first = default_tls_context()
+    assert default_tls_context() is first
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    certificates = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(certificates))
+    environment.setenv("SSL_CERT_FILE", str(certificates))
+    assert default_tls_context() is not first
+    assert default_tls_context() is default_tls_context()
+    environment.delenv("SSL_CERT_FILE")
+    assert default_tls_context() is first
 
 
 # -- the environment's proxies -----------------------------------------------------------------

@@ -282,7 +282,7 @@ async def test_https_goes_to_the_resolved_address_verified_for_the_name(
     server_context.sni_callback = lambda _sock, name, _context: server_names.append(name)
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
-    monkeypatch.setattr(mmsp_io.remote_images, "_tls_context", lambda: client_context)
+    monkeypatch.setattr(mmsp_io.remote_images, "default_tls_context", lambda: client_context)
     heads: list[bytes] = []
 
     async def answer(stream: anyio.abc.ByteStream) -> None:
