@@ -518,8 +518,7 @@ def default_tls_context() -> ssl.SSLContext:
 
 @functools.cache
 def _tls_context_for(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """The context of ``default_tls_context`` for these variables' values (httpx reads them
-    itself)."""
+    """``default_tls_context`` for these values of the variables (httpx reads them itself)."""
     tls = httpx.create_ssl_context()
     tls.set_alpn_protocols(["http/1.1"])
     return tls

@@ -46,9 +46,11 @@ def _status(base: str, model: str) -> tuple[int, Any]:
 def test_sighup_reloads_keeps_the_old_file_when_bad_and_lets_streams_finish(
     backend: str, tmp_path: Path
 ) -> None:
-    # Slow enough that the stream is still running when the file is reloaded.
-    reply = simulator.Reply.text("one two three four five six", fragment_size=4, delay=0.3)
-    with simulator_in_a_thread(reply) as sim:
+    words = "one two three four five six"
+    with simulator_in_a_thread(simulator.Reply.text(words, fragment_size=4)) as sim:
+        # The first stream is slow enough to be running when the file is reloaded; the
+        # requests after it are answered at once.
+        sim.script.append(simulator.Reply.text(words, fragment_size=4, delay=0.3))
         path = tmp_path / "server.json"
         _write(path, sim, "first")
         process = subprocess.Popen(
