@@ -18,9 +18,10 @@ examples decide whether it parses. ``MMSP_TEST_JSON_MODE`` names the
 one backend to run (the compiled build's test runs its suites in one mode).
 
 Trust store: no test reaches a public host, and every ``httpx`` client made loads its trust
-store (certifi's bundle: about 45 ms a client). Unless the environment names one, the suite's
-processes trust a one-certificate bundle (``SSL_CERT_FILE``; httpx reads it), so that a client
-costs a millisecond; a test of the default store deletes the variable.
+store (certifi's bundle, or the system's that ``SSL_CERT_FILE`` names: about 45 ms a client).
+The suite's processes trust a one-certificate bundle instead (``SSL_CERT_FILE``, which httpx
+reads; ``SSL_CERT_DIR`` is removed), so that a client costs a millisecond; a test of the
+default store deletes the variable.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def _one_certificate_bundle() -> str:
     return name
 
 
-if not (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
-    os.environ["SSL_CERT_FILE"] = _one_certificate_bundle()
+os.environ["SSL_CERT_FILE"] = _one_certificate_bundle()
+os.environ.pop("SSL_CERT_DIR", None)
 
 settings.register_profile(
     "dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]
