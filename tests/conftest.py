@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,6 +59,11 @@ def _one_certificate_bundle() -> str:
 
 os.environ["SSL_CERT_FILE"] = _one_certificate_bundle()
 os.environ.pop("SSL_CERT_DIR", None)
+# Bytecode caches are written whatever PYTHONDONTWRITEBYTECODE says, here (the test modules'
+# rewritten assertions: half the collection's time) and in the interpreters the tests start
+# (each compiled the packages from source: half a second a start).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 settings.register_profile(
     "dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]

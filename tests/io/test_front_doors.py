@@ -18,14 +18,11 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import anyio
 import attrs
 import httpx
-import httpx2
-import openai
 import pytest
 from serverkit import AUTH, FRONTS, RELAXED, TOKEN, client_type_of, config, running
 
@@ -66,6 +63,11 @@ from mmsp_io import AutoLLMClient
 from mmsp_io.server import Gateway
 from mmsp_io.server.doors import error_status, ignored_fields_header
 from mmsp_io.simulator import Reply, Simulator, simulated_protocols
+
+if TYPE_CHECKING:  # the SDKs are imported where a test uses them: each costs a second to load
+    import anthropic
+    import httpx2
+    import openai
 
 pytestmark = pytest.mark.anyio
 
@@ -165,6 +167,8 @@ class Recorder:
 
     def client2(self) -> httpx2.AsyncClient:
         """The same for the anthropic SDK, which runs on httpx2 and takes only its client."""
+        import httpx2
+
         return httpx2.AsyncClient(event_hooks={"request": [self.hook]}, timeout=30)
 
 
@@ -266,6 +270,8 @@ async def test_the_openai_sdk_runs_a_chat_agent_turn_through_the_gateway(
     ``AutoLLMClient`` reports on the row directly."""
     recorder = Recorder()
     async with serving(tmp_path, front, [row]) as (sim, origin), recorder.client() as http:
+        import openai
+
         sdk = openai.AsyncOpenAI(base_url=origin + "/v1", api_key=TOKEN, max_retries=0,
                                  http_client=http)
         messages: list[Any] = [{"role": "user", "content": QUESTION}]
@@ -327,6 +333,8 @@ async def test_the_openai_sdk_runs_a_responses_agent_turn_through_the_gateway(
     ``AutoLLMClient`` reports on the row directly; the reasoning item goes back as it came."""
     recorder = Recorder()
     async with serving(tmp_path, front, [row]) as (sim, origin), recorder.client() as http:
+        import openai
+
         sdk = openai.AsyncOpenAI(base_url=origin + "/v1", api_key=TOKEN, max_retries=0,
                                  http_client=http)
         items: list[Any] = [{"role": "user", "content": QUESTION}]
@@ -400,6 +408,8 @@ async def test_the_anthropic_sdk_runs_a_messages_agent_turn_through_the_gateway(
     ``AutoLLMClient`` reports on the row directly."""
     recorder = Recorder()
     async with serving(tmp_path, front, [row]) as (sim, origin), recorder.client2() as http:
+        import anthropic
+
         sdk = anthropic.AsyncAnthropic(base_url=origin, api_key=TOKEN, max_retries=0,
                                        http_client=http)
         image = {"type": "image",
@@ -816,6 +826,9 @@ async def test_models_are_listed_in_openai_s_shape_or_anthropic_s(
     front: str, tmp_path: Path
 ) -> None:
     """Both SDKs list the served models; so does the mmsp client (``data[].id``)."""
+    import anthropic
+    import openai
+
     async with serving(tmp_path, front) as (_sim, origin), httpx.AsyncClient() as http:
         async with openai.AsyncOpenAI(base_url=origin + "/v1", api_key=TOKEN,
                                       max_retries=0) as openai_sdk:
