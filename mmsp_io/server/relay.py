@@ -10,9 +10,11 @@
    included, becomes one ``data: {"error": <wire error>}`` frame under status 200 (07 §4,
    03 §3). A front door's (``doors.DoorStream``) is the protocol's SSE, its head sent only
    when the upstream answered (an error first is an HTTP error in the protocol's body), an
-   error after it written in the stream as the protocol does. The *writer* takes frames out
-   and sends them; while no frame is ready it sends ``: keep-alive`` every ``keepalive``
-   seconds.
+   error after it written in the stream as the protocol does. The producer queues a frame
+   without waiting for the loop (it waits only for room). The *writer* takes every frame
+   queued at once and sends them in one write of at most ``_STEP`` bytes, so that a busy
+   server gets back to its other streams between writes; while no frame is ready it sends
+   ``: keep-alive`` every ``keepalive`` seconds.
 2. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
    waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
    seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
@@ -52,6 +54,9 @@ __all__ = ["Encoding", "MMSPStream", "stream"]
 #: Bytes of frames a stream holds between its upstream call and its caller (module doc,
 #: steps 1 and 2).
 _BUFFERED_BYTES: Final = 1024 * 1024
+#: The most bytes of queued frames one write sends (``_Frames.take``), so that a busy server
+#: goes back to its other streams between writes.
+_STEP: Final = 64 * 1024
 #: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
 _PIECE: Final = 64 * 1024
 
@@ -93,7 +98,10 @@ class _Frames:
             self._changed = None
 
     async def put(self, frame: bytes) -> None:
-        """Queue ``frame`` once there is room for it (or nothing else is held)."""
+        """Queue ``frame`` once there is room for it (or nothing else is held); an empty one
+        (an event the encoding writes nothing for) is dropped."""
+        if not frame:
+            return
         while self._frames and self._held + len(frame) > self._limit:
             await self._wait()
         self._frames.append(frame)
@@ -110,15 +118,22 @@ class _Frames:
         while not self._frames and not self._closed:
             await self._wait()
 
-    async def get(self) -> bytes | None:
-        """The next frame, waiting for one; ``None`` after the last one (``close``)."""
-        await self.ready()
-        if not self._frames:
-            return None
-        frame = self._frames.popleft()
-        self._held -= len(frame)
+    def take(self, most: int) -> bytes | None:
+        """The frames queued now, joined, as many as fit in ``most`` bytes (always the first
+        one, however large), without waiting: ``b""`` when none is queued yet, ``None`` after
+        the last one (``close``)."""
+        frames = self._frames
+        if not frames:
+            return None if self._closed else b""
+        taken = [frames.popleft()]
+        size = len(taken[0])
+        while frames and size + len(frames[0]) <= most:
+            frame = frames.popleft()
+            taken.append(frame)
+            size += len(frame)
+        self._held -= size
         self._notify()
-        return frame
+        return taken[0] if len(taken) == 1 else b"".join(taken)
 
 
 class Encoding(Protocol):
@@ -255,19 +270,24 @@ async def _produce(
 async def _write(
     frames: _Frames, out: Output, flight: Flight, keepalive: float, idle_timeout: float
 ) -> bool:
-    """Send the queued frames, a keep-alive after each ``keepalive`` seconds none is ready
-    (steps 1 and 2); return at the end of the stream (``True``: every frame was sent), once
-    the caller is gone, or after cutting a caller idle for ``idle_timeout`` seconds."""
+    """Send the queued frames, every frame queued at once in one write of at most ``_STEP``
+    bytes, a keep-alive after each ``keepalive`` seconds none is ready (steps 1 and 2);
+    return at the end of the stream (``True``: every frame was sent), once the caller is
+    gone, or after cutting a caller idle for ``idle_timeout`` seconds."""
     while True:
-        frame: bytes | None = _KEEPALIVE
-        with anyio.move_on_after(keepalive):
-            frame = await frames.get()
-        if frame is None:
+        data = frames.take(_STEP)
+        if data == b"":
+            with anyio.move_on_after(keepalive):
+                await frames.ready()
+            data = frames.take(_STEP)
+            if data == b"":
+                data = _KEEPALIVE
+        if data is None:
             return True
-        for start in range(0, len(frame), _PIECE):
+        for start in range(0, len(data), _PIECE):
             with anyio.move_on_after(idle_timeout) as timer:
                 try:
-                    await out.send(frame[start : start + _PIECE])
+                    await out.send(data[start : start + _PIECE])
                 except _GONE:  # the front end has seen it: client_gone is set
                     return False
             if timer.cancelled_caught:
