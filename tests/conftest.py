@@ -103,6 +103,14 @@ ONE_JSON_MODE = frozenset({
 })
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, unknown when it is not loaded
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one and a half workers per core, at least two. The
+    end-to-end tests spend about half their time waiting on loopback peers and timeouts, which
+    a third worker on two cores fills with another test's work."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "one_json_mode: the test parses no JSON with the backend: it runs once"
