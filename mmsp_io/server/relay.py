@@ -18,7 +18,9 @@
 2. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
    waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
    seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
-   upstream call and cuts the connection.
+   upstream call and cuts the connection. The keep-alive and idle times are deadlines of the
+   stream, one cancel scope for the writer's life whose deadline the writer moves where it
+   waits (``_Writer``): no scope is opened per event or per write.
 3. A caller that leaves cancels the handler (the front end does it): the producer's
    ``aclosing`` closes the upstream response at once, and the signal is aborted with
    ``"client disconnected"`` (``Gateway._flight``).
@@ -270,30 +272,74 @@ async def _produce(
 async def _write(
     frames: _Frames, out: Output, flight: Flight, keepalive: float, idle_timeout: float
 ) -> bool:
-    """Send the queued frames, every frame queued at once in one write of at most ``_STEP``
-    bytes, a keep-alive after each ``keepalive`` seconds none is ready (steps 1 and 2);
-    return at the end of the stream (``True``: every frame was sent), once the caller is
-    gone, or after cutting a caller idle for ``idle_timeout`` seconds."""
+    """Send the stream's frames with ``_Writer`` under one cancel scope whose deadline the
+    writer moves (steps 1 and 2), a new scope only after one expired; return at the end of the
+    stream (``True``: every frame was sent), once the caller is gone, or after cutting a
+    caller idle for ``idle_timeout`` seconds."""
+    writer = _Writer(frames, out, keepalive, idle_timeout)
     while True:
-        data = frames.take(_STEP)
-        if data == b"":
-            with anyio.move_on_after(keepalive):
-                await frames.ready()
-            data = frames.take(_STEP)
-            if data == b"":
-                data = _KEEPALIVE
-        if data is None:
-            return True
-        for start in range(0, len(data), _PIECE):
-            with anyio.move_on_after(idle_timeout) as timer:
-                try:
-                    await out.send(data[start : start + _PIECE])
-                except _GONE:  # the front end has seen it: client_gone is set
-                    return False
-            if timer.cancelled_caught:
-                reason = f"the caller read nothing for {idle_timeout:g} s"
-                flight.signal.abort(reason)
-                flight.error_type = AbortedError.__name__
-                flight.tally.failed(reason)
-                await out.cut()
+        with anyio.CancelScope() as writer.deadline:
+            try:
+                ended = await writer.run()
+            except _GONE:  # the front end has seen it: client_gone is set
                 return False
+            if ended:
+                return True
+        if writer.sending:  # the idle deadline expired during a send
+            reason = f"the caller read nothing for {idle_timeout:g} s"
+            flight.signal.abort(reason)
+            flight.error_type = AbortedError.__name__
+            flight.tally.failed(reason)
+            await out.cut()
+            return False
+        if not writer.pending:  # the keep-alive deadline expired while no frame was ready
+            writer.pending = _KEEPALIVE
+
+
+@final
+class _Writer:
+    """The writer of one stream (module docstring, steps 1 and 2). Its two deadlines are the
+    ``deadline`` scope's, set where it waits: ``keepalive`` seconds from when it begins to
+    wait for a frame, ``idle_timeout`` seconds from when it begins a send; ``sending`` says
+    whether a send was under way when the scope expired."""
+
+    def __init__(self, frames: _Frames, out: Output, keepalive: float,
+                 idle_timeout: float) -> None:
+        self.frames = frames
+        self.out = out
+        self.keepalive = keepalive
+        self.idle_timeout = idle_timeout
+        self.deadline = anyio.CancelScope()
+        self.sending = False
+        #: Bytes to send before the next frames: a keep-alive that came due, or what a
+        #: deadline that expired before a send began held back (no keep-alive then: it could
+        #: fall inside a frame, and data is about to go out anyway).
+        self.pending = b""
+
+    async def run(self) -> bool:
+        """Send ``pending``, then the frames as they come, every frame queued at once in one
+        write of at most ``_STEP`` bytes (a larger frame in pieces of ``_PIECE``): ``True``
+        after the last one, ``False`` when a deadline expired before a send began (the
+        scope's cancellation ends a wait or a send that one interrupts).
+
+        Raises:
+            anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away.
+        """
+        frames, deadline = self.frames, self.deadline
+        while True:
+            data = self.pending or frames.take(_STEP)
+            self.pending = b""
+            if data is None:
+                return True
+            if not data:
+                deadline.deadline = anyio.current_time() + self.keepalive
+                await frames.ready()
+                continue
+            for start in range(0, len(data), _PIECE):
+                deadline.deadline = anyio.current_time() + self.idle_timeout
+                if deadline.cancel_called:  # an earlier deadline expired meanwhile
+                    self.pending = data[start:]
+                    return False
+                self.sending = True
+                await self.out.send(data[start : start + _PIECE])
+                self.sending = False
