@@ -12,12 +12,13 @@ h11 front end runs; this module only adapts ASGI to it:
   reads the answer instead of a reset;
 - ``_Output`` gives the gateway the ``start``/``send``/``respond``/``cut`` of the h11 core's
   ``Response`` over ASGI messages; a cut ends the application without ending the body, which
-  the ASGI server answers by closing the connection. The messages go to the ASGI ``send`` from
-  a task of their own, handed over one at a time: the gateway's wait for a slow caller is then
-  a wait for that hand-over, which its idle timeout can always interrupt, even where the ASGI
-  server shields its socket writes from cancellation (hypercorn on trio does). Such a server
-  still holds the connection of an idle caller until it reads or leaves; the upstream call is
-  aborted all the same;
+  the ASGI server answers by closing the connection. The head is sent at once; the body is
+  queued, at most ``_OUTBOX_BYTES`` of it, and sent to the ASGI ``send`` by a task of its own,
+  everything queued in one message, so a send costs no hand-over between tasks unless the
+  queue is full. The gateway's wait for a slow caller is then a wait for room in that queue,
+  which its idle timeout can always interrupt, even where the ASGI server shields its socket
+  writes from cancellation (hypercorn on trio does). Such a server still holds the connection
+  of an idle caller until it reads or leaves; the upstream call is aborted all the same;
 - while the gateway answers, a watcher waits for ``http.disconnect``: the caller leaving sets
   ``client_gone`` and cancels the gateway, which closes the upstream response at once;
 - ``lifespan`` events are acknowledged; at shutdown the rows' HTTP clients are closed.
@@ -46,6 +47,7 @@ from .handler import (
     Gateway,
     refusal,
 )
+from .relay import Frames
 
 __all__ = ["ASGIApp", "asgi_app"]
 
@@ -56,6 +58,8 @@ Send = Callable[[Message], Awaitable[None]]
 
 #: After a 413, how long the rest of the body is read and dropped.
 _LINGER_SECONDS: Final = 5.0
+#: The bytes of a response's body queued for the ASGI ``send`` (``_Output``).
+_OUTBOX_BYTES: Final = 64 * 1024
 
 
 def asgi_app(
@@ -92,11 +96,16 @@ class _Disconnected(Exception):
 
 @final
 class _Output:
-    """The gateway's ``Output`` over ASGI ``send`` (module docstring)."""
+    """The gateway's ``Output`` over ASGI ``send`` (module docstring): the head is sent at
+    once; the body is queued (``relay.Frames``, at most ``_OUTBOX_BYTES``: a send waits for
+    room) and ``pump`` sends all of it that is queued in one message."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._outbox, self._inbox = anyio.create_memory_object_stream[Message](0)
+        self._body = Frames(_OUTBOX_BYTES)
+        #: Whether the body ends with the queued bytes (``end``, ``respond``): its last
+        #: message says ``more_body: false``. A cut ends nothing.
+        self._ends = False
         self.started = False
         self.complete = False
         self._client_gone = False
@@ -110,39 +119,51 @@ class _Output:
         if self.started:
             raise RuntimeError("the response was already started")
         self.started = True
-        await self._outbox.send({"type": "http.response.start", "status": status,
-                                 "headers": [(k.encode(), v.encode()) for k, v in headers]})
+        await self._send({"type": "http.response.start", "status": status,
+                          "headers": [(k.encode(), v.encode()) for k, v in headers]})
 
     async def send(self, data: bytes) -> None:
-        if data:
-            await self._outbox.send({"type": "http.response.body", "body": data,
-                                     "more_body": True})
+        """Queue ``data``, waiting while the queue is full.
+
+        Raises:
+            anyio.ClosedResourceError: the response was ended or cut.
+        """
+        if self.complete:
+            raise anyio.ClosedResourceError
+        await self._body.put(data)
 
     async def end(self) -> None:
-        self.complete = True
-        await self._outbox.send({"type": "http.response.body", "body": b"",
-                                 "more_body": False})
+        self.complete = self._ends = True
+        self._body.close()
 
     async def respond(
         self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
     ) -> None:
         await self.start(status, [*headers, ("content-length", str(len(body)))])
-        self.complete = True
-        await self._outbox.send({"type": "http.response.body", "body": body,
-                                 "more_body": False})
+        await self.send(body)
+        await self.end()
 
     async def cut(self) -> None:
         self.complete = True
+        self._body.close()
 
     async def pump(self) -> None:
-        """Hand the messages to the ASGI ``send``, one at a time, until ``close``."""
-        async with self._inbox:
-            async for message in self._inbox:
-                await self._send(message)
+        """Send the queued body, all of it in one ``http.response.body`` message each time,
+        until ``close``; the last one ends the body after ``end`` or ``respond``."""
+        body = self._body
+        while True:
+            await body.ready()
+            data = body.take(_OUTBOX_BYTES)
+            last = data is None or body.finished
+            if data or (last and self._ends):
+                await self._send({"type": "http.response.body", "body": data or b"",
+                                  "more_body": not (last and self._ends)})
+            if last:
+                return
 
     def close(self) -> None:
-        """No more messages: ``pump`` returns once the last one is sent."""
-        self._outbox.close()
+        """No more body: ``pump`` returns once what is queued is sent."""
+        self._body.close()
 
     def client_left(self) -> None:
         if not self.complete and not self._client_gone:

@@ -1,7 +1,7 @@
 """The gateway's streams: steps 2-5 of ``handler``'s theory of operation (spec 07 §4, 08 D73).
 
 1. A ``StreamCall``, or a ``FrontCall`` with ``stream: true``, is streamed by two tasks joined
-   by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``_Frames``; a larger frame
+   by a buffer of at most ``_BUFFERED_BYTES`` bytes of SSE frames (``Frames``; a larger frame
    waits for the buffer to empty and is then held alone). The *producer* runs the row's call
    (``Gateway._call``, which first refuses the ``extra_body`` keys the row does not forward)
    and puts the frames of each public event in the buffer, as the stream's encoding writes
@@ -51,12 +51,12 @@ if TYPE_CHECKING:
     from .calls import Flight, Output
     from .handler import Gateway
 
-__all__ = ["Encoding", "MMSPStream", "stream"]
+__all__ = ["Encoding", "Frames", "MMSPStream", "stream"]
 
 #: Bytes of frames a stream holds between its upstream call and its caller (module doc,
 #: steps 1 and 2).
 _BUFFERED_BYTES: Final = 1024 * 1024
-#: The most bytes of queued frames one write sends (``_Frames.take``), so that a busy server
+#: The most bytes of queued frames one write sends (``Frames.take``), so that a busy server
 #: goes back to its other streams between writes.
 _STEP: Final = 64 * 1024
 #: The largest piece of a frame sent at once, so that a slow caller's progress is seen.
@@ -75,9 +75,10 @@ def _frame(document: Mapping[str, Any]) -> bytes:
 
 
 @final
-class _Frames:
+class Frames:
     """The frames between a stream's producer and its writer: at most ``limit`` bytes, but a
     frame larger than that is held alone (module docstring, step 1). One producer, one writer.
+    The ASGI front end queues a response's body in one too (``asgi``).
     """
 
     def __init__(self, limit: int) -> None:
@@ -111,9 +112,14 @@ class _Frames:
         self._notify()
 
     def close(self) -> None:
-        """No more frames: ``get`` returns ``None`` once the queued ones are taken."""
+        """No more frames: ``take`` returns ``None`` once the queued ones are taken."""
         self._closed = True
         self._notify()
+
+    @property
+    def finished(self) -> bool:
+        """Whether every frame was taken and none will come (``close``)."""
+        return self._closed and not self._frames
 
     async def ready(self) -> None:
         """Wait until a frame is queued or none will come (``close``), taking nothing."""
@@ -221,7 +227,7 @@ async def stream(
         if not encoding.deferred:
             flight.status = 200
             await out.start(200, encoding.headers)
-        frames = _Frames(_BUFFERED_BYTES)
+        frames = Frames(_BUFFERED_BYTES)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_produce, gateway, row, messages, config, flight, frames,
                              encoding)
@@ -246,7 +252,7 @@ async def _produce(
     messages: Sequence[UniMessage | Mapping[str, Any]],
     config: UniConfig | Mapping[str, Any] | None,
     flight: Flight,
-    frames: _Frames,
+    frames: Frames,
     encoding: Encoding,
 ) -> None:
     """Run the row's call and queue the frames of its events, then its last frames as
@@ -270,7 +276,7 @@ async def _produce(
 
 
 async def _write(
-    frames: _Frames, out: Output, flight: Flight, keepalive: float, idle_timeout: float
+    frames: Frames, out: Output, flight: Flight, keepalive: float, idle_timeout: float
 ) -> bool:
     """Send the stream's frames with ``_Writer`` under one cancel scope whose deadline the
     writer moves (steps 1 and 2), a new scope only after one expired; return at the end of the
@@ -303,7 +309,7 @@ class _Writer:
     wait for a frame, ``idle_timeout`` seconds from when it begins a send; ``sending`` says
     whether a send was under way when the scope expired."""
 
-    def __init__(self, frames: _Frames, out: Output, keepalive: float,
+    def __init__(self, frames: Frames, out: Output, keepalive: float,
                  idle_timeout: float) -> None:
         self.frames = frames
         self.out = out

@@ -18,7 +18,7 @@ from mmsp_io.abort import AbortSignal
 from mmsp_io.server.calls import Flight
 from mmsp_io.server.config import ModelRow
 from mmsp_io.server.metrics import Metrics
-from mmsp_io.server.relay import _KEEPALIVE, _PIECE, _STEP, _Frames, _write
+from mmsp_io.server.relay import _KEEPALIVE, _PIECE, _STEP, Frames, _write
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +69,7 @@ def frame(index: int, size: int = 20) -> bytes:
 
 
 async def test_every_frame_queued_goes_out_in_one_write() -> None:
-    frames = _Frames(1024 * 1024)
+    frames = Frames(1024 * 1024)
     queued = [frame(i) for i in range(100)]
     for one in queued:
         await frames.put(one)
@@ -80,7 +80,7 @@ async def test_every_frame_queued_goes_out_in_one_write() -> None:
 
 
 async def test_one_write_holds_at_most_a_step_and_a_large_frame_goes_in_pieces() -> None:
-    frames = _Frames(8 * _STEP)
+    frames = Frames(8 * _STEP)
     small = [frame(i, 1000) for i in range(3 * _STEP // 1000)]
     large = frame(-1, 2 * _PIECE + 10)
     for one in [*small, large, *small]:
@@ -95,7 +95,7 @@ async def test_one_write_holds_at_most_a_step_and_a_large_frame_goes_in_pieces()
 
 
 async def test_the_producer_waits_for_room_and_an_empty_frame_is_not_queued() -> None:
-    frames = _Frames(30)
+    frames = Frames(30)
     await frames.put(frame(0))
     await frames.put(b"")
     assert frames.take(_STEP) == frame(0)
@@ -119,7 +119,7 @@ async def test_the_producer_waits_for_room_and_an_empty_frame_is_not_queued() ->
 
 
 async def test_keep_alives_go_out_between_frames_while_none_is_ready() -> None:
-    frames = _Frames(1024 * 1024)
+    frames = Frames(1024 * 1024)
     out = RecordingOutput()
     seen = flight()
 
@@ -143,7 +143,7 @@ async def test_keep_alives_go_out_between_frames_while_none_is_ready() -> None:
 
 
 async def test_a_caller_that_reads_nothing_is_cut_and_the_call_aborted() -> None:
-    frames = _Frames(1024 * 1024)
+    frames = Frames(1024 * 1024)
     await frames.put(frame(0))
     out = RecordingOutput(stuck=True)
     seen = flight()
