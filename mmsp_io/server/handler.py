@@ -452,11 +452,16 @@ class Gateway:
         messages: Sequence[UniMessage | Mapping[str, Any]],
         config: UniConfig | Mapping[str, Any] | None,
         flight: Flight,
+        *,
+        each_wait: bool = True,
     ) -> AsyncGenerator[UniEvent, None]:
         """The stateless call of ``row``'s group (``_failover``), the one upstream path of
         every route. A caller's ``trace_id`` is made a label, one file name in the gateway's
         trace directory, never a path the caller chooses (``tracer.trace_label``, 08 D78).
         With telemetry, the call runs in the request's SERVER span (``mmsp_io._telemetry``).
+        ``flight.signal`` aborts the call: the client makes each of its waits abortable
+        (``each_wait``), or the caller runs the whole call under one ``abort.abortable``
+        scope (``relay``: no scope per event).
 
         Raises:
             UnsupportedParameterError: an ``extra_body`` key the serving row does not forward
@@ -464,7 +469,7 @@ class Gateway:
             Exception: what the serving row's client raises.
         """
         events = self._failover(self.groups[row.server_model_id], messages,
-                                with_trace_label(config), flight)
+                                with_trace_label(config), flight, each_wait)
         spans = self._spans.get(row.server_model_id)
         return events if spans is None else spans.observe(events)
 
@@ -474,6 +479,7 @@ class Gateway:
         messages: Sequence[UniMessage | Mapping[str, Any]],
         config: UniConfig | Mapping[str, Any] | None,
         flight: Flight,
+        each_wait: bool,
     ) -> AsyncGenerator[UniEvent, None]:
         """The events of the first row of ``group`` that gives one (08 D77, ``failover``):
         a row whose call fails before its first event with an error that ``fails_over`` is
@@ -493,7 +499,8 @@ class Gateway:
             while True:
                 client = self._clients[flight.row]
                 _check_extra_body(flight.row, config, client.client_type)
-                events = client.streaming_response(messages, config, flight.signal)
+                events = client.streaming_response(messages, config,
+                                                   flight.signal if each_wait else None)
                 async with contextlib.aclosing(events):
                     try:
                         first = await anext(events, None)

@@ -11,7 +11,11 @@
    03 §3). A front door's (``doors.DoorStream``) is the protocol's SSE, its head sent only
    when the upstream answered (an error first is an HTTP error in the protocol's body), an
    error after it written in the stream as the protocol does. The producer queues a frame
-   without waiting for the loop (it waits only for room). The *writer* takes every frame
+   without waiting for the loop (it waits only for room), but lets the loop run once after
+   its first frame, so that a stream's first event goes out before the rest of the burst it
+   came in is encoded. The call's signal (``Flight.signal``) aborts it through one
+   ``abort.abortable`` scope around the producer's whole call, not a scope per event in the
+   client (``Gateway._call``'s ``each_wait``). The *writer* takes every frame
    queued at once and sends them in one write of at most ``_STEP`` bytes, so that a busy
    server gets back to its other streams between writes; while no frame is ready it sends
    ``: keep-alive`` every ``keepalive`` seconds.
@@ -38,11 +42,13 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import anyio
+import anyio.lowlevel
 
 from mmsp_core.errors import AbortedError
 from mmsp_core.model import UniConfig, UniEvent, UniMessage
 from mmsp_core.wire import to_wire
 
+from ..abort import abortable
 from ..httpserver import Request
 from .answers import SSE_HEADERS, Answer, wire_error
 from .config import KeyRow, ModelRow
@@ -257,12 +263,19 @@ async def _produce(
 ) -> None:
     """Run the row's call and queue the frames of its events, then its last frames as
     ``encoding`` writes the end, an error or an abort (shutdown, an idle caller)."""
+    waiting = True  # for the first frame
     try:
-        async with aclosing(gateway._call(row, messages, config, flight)) as events:
-            async for event in events:
-                flight.tally.event(stop=event.event_type == "stop",
-                                   usage=event.usage_metadata)
-                await frames.put(encoding.event(event))
+        with abortable(flight.signal, gateway._clients[row].client_type):
+            calling = gateway._call(row, messages, config, flight, each_wait=False)
+            async with aclosing(calling) as events:
+                async for event in events:
+                    flight.tally.event(stop=event.event_type == "stop",
+                                       usage=event.usage_metadata)
+                    frame = encoding.event(event)
+                    await frames.put(frame)
+                    if waiting and frame:
+                        waiting = False
+                        await anyio.lowlevel.checkpoint()
         last = encoding.end()
     except AbortedError as exc:
         flight.error_type = type(exc).__name__
