@@ -277,7 +277,8 @@ async def _produce(
                         waiting = False
                         await anyio.lowlevel.checkpoint()
         last = encoding.end()
-    except AbortedError as exc:
+    except AbortedError as exc:  # named after the client of the row that served the call
+        exc = AbortedError(gateway._clients[flight.row].client_type, exc.reason)
         flight.error_type = type(exc).__name__
         flight.tally.failed(str(exc))
         last = encoding.aborted(exc)
