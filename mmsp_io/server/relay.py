@@ -74,10 +74,15 @@ _KEEPALIVE: Final = b": keep-alive\n\n"
 _GONE: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
+#: Compact JSON, non-ASCII kept; one encoder for every frame (``json.dumps`` with options
+#: builds one per call). The documents are ``to_wire``'s, never circular.
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                                  check_circular=False).encode
+
+
 def _frame(document: Mapping[str, Any]) -> bytes:
     """One SSE event ``data: <json>`` (non-ASCII kept; the JSON holds no line break)."""
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode() + b"\n\n"
+    return b"data: " + _ENCODE(document).encode() + b"\n\n"
 
 
 @final
