@@ -1,21 +1,19 @@
 """Shared fixtures: every async test runs under asyncio and trio; a deterministic clock;
-hypothesis example counts from profiles; the tests that parse provider JSON run once per JSON
-backend.
+hypothesis example counts from profiles; the JSON the parser and adapter tests parse gives the
+same values in every JSON backend.
 
 Hypothesis profiles: ``dev`` (the default: the README's test command, in CI too, stays within
 its five minutes) and ``ci`` (eight times the examples: ``.ci/run``'s second step runs the core,
 adapter and end-to-end client tests with it); ``HYPOTHESIS_PROFILE`` names one. No test sets
 its own example count.
 
-JSON backends (``mmsp_core.jsonlib``): the tests of the parser and adapter suites
-(``BOTH_JSON_MODES``) run once per available backend, since their results must never depend on
-it, but for those that never parse JSON with the backend: a module of ``ONE_JSON_MODE``, or a
-test (or parameter) marked ``one_json_mode``, runs once, in the default mode. Both rules are
-checked while the tests run: a test that runs once and parses JSON with the backend fails (it
-belongs in both modes), and so does a test that runs in both modes and parses none (its second
-run would be the first one again: mark it ``one_json_mode``), but for a property test, whose
-examples decide whether it parses. ``MMSP_TEST_JSON_MODE`` names the
-one backend to run (the compiled build's test runs its suites in one mode).
+JSON backends (``mmsp_core.jsonlib``): a test of the parser and adapter suites
+(``JSON_SUITES``) runs once, in jsonlib's default backend (orjson where it is installed), and
+its results must not depend on the backend: every text it gave ``jsonlib.loads`` is then parsed
+by each available backend, which must give the same value, types and key order included, or the
+same error. That checks what running the test once per backend would, for the one function of
+the core whose result the backend decides, without reading every chunking again.
+``MMSP_TEST_JSON_MODE`` names the backend the tests run in (the compiled build's test: json).
 
 Trust store: no test reaches a public host, and every ``httpx`` client made loads its trust
 store (certifi's bundle, or the system's that ``SSL_CERT_FILE`` names: about 45 ms a client).
@@ -30,6 +28,7 @@ import atexit
 import os
 import sys
 import tempfile
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,34 +72,8 @@ settings.register_profile("ci", settings.get_profile("dev"), max_examples=80)
 settings.register_profile("compiled", settings.get_profile("dev"), max_examples=5)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 
-#: The suites whose tests run once per JSON backend: the parsers and the protocol adapters.
-BOTH_JSON_MODES = ("core", "adapters")
-#: Modules of those suites that never parse with the backend (they build requests, read the
-#: registry, the catalog or images, check sources, convert parsed values to and from the MMSP
-#: wire format): they run once.
-ONE_JSON_MODE = frozenset({
-    "adapters/test_anthropic_requests.py",
-    "adapters/test_catalog.py",
-    "adapters/test_clients.py",
-    "adapters/test_google_genai_requests.py",
-    "adapters/test_google_interactions_requests.py",
-    "adapters/test_media.py",
-    "adapters/test_openai_chat_requests.py",
-    "adapters/test_openai_responses_requests.py",
-    "adapters/test_preflight.py",
-    "adapters/test_protocol_purity.py",
-    "adapters/test_table.py",
-    "core/test_constructors.py",
-    "core/test_errors.py",
-    "core/test_fast_construct.py",
-    "core/test_jsonlib.py",
-    "core/test_memory_limits.py",
-    "core/test_messages.py",
-    "core/test_purity.py",
-    "core/test_request.py",
-    "core/test_sse.py",
-    "core/test_wire.py",
-})
+#: The suites whose parsed JSON is checked in every backend: the parsers and the adapters.
+JSON_SUITES = ("core", "adapters")
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook, unknown when it is not loaded
@@ -112,9 +85,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "one_json_mode: the test parses no JSON with the backend: it runs once"
-    )
     config.addinivalue_line("markers", "first_please: a long test, handed out first")
 
 
@@ -127,89 +97,108 @@ def _suite_module(path: Path) -> tuple[str, str]:
     return parts[0], "/".join(parts)
 
 
-def _json_modes() -> list[str]:
-    chosen = os.environ.get("MMSP_TEST_JSON_MODE")
-    return [chosen] if chosen else jsonlib.available()
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``json_backend`` with every available backend for the tests of
-    ``BOTH_JSON_MODES``, but for the modules of ``ONE_JSON_MODE``."""
-    suite, module = _suite_module(metafunc.definition.path)
-    if suite in BOTH_JSON_MODES and module not in ONE_JSON_MODE:
-        metafunc.parametrize("json_backend", _json_modes(), indirect=True)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run a test marked ``one_json_mode`` once: in the first backend only; hand the longest
-    test (the compiled build's, ``first_please``) to a worker first, so it never runs alone at
-    the end."""
-    items.sort(key=lambda item: item.get_closest_marker("first_please") is None)
-    first = _json_modes()[0]
-    kept, dropped = [], []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        backend = callspec.params.get("json_backend") if callspec is not None else None
-        once = item.get_closest_marker("one_json_mode") is not None
-        (dropped if once and backend not in (None, first) else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    """Hand the long tests out first, so that none runs alone at the end: the compiled build's
+    (``first_please``), then the top-level modules' (``tests/test_*.py``: documents, builds and
+    commands checked in subprocesses); the order within each stays as collected."""
 
+    def rank(item: pytest.Item) -> tuple[bool, bool]:
+        top_level = _suite_module(item.path)[0].startswith("test_")
+        return item.get_closest_marker("first_please") is None, not top_level
 
-_SKIPPED = pytest.StashKey[bool]()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Note on the item that its test skipped (an optional package absent), so the JSON check
-    of ``json_backend``'s teardown does not hold a test that never ran to parsing."""
-    report = yield
-    if call.when == "call" and report.skipped:
-        item.stash[_SKIPPED] = True
-    return report
+    items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)
 def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The JSON backend of the test, with the checks of the module docstring: a test that runs
-    once must parse no JSON with the backend, one that runs in every mode must parse some."""
-    previous = jsonlib.backend()
-    name: str | None = getattr(request, "param", None)
-    both = name is not None and request.node.get_closest_marker("one_json_mode") is None
-    # Whether a property test parses depends on the examples drawn: it is not held to parse.
-    must_parse = both and request.node.get_closest_marker("hypothesis") is None
-    if name is None and _suite_module(request.path)[0] not in BOTH_JSON_MODES:
-        yield previous
+    """The JSON backend of a test of ``JSON_SUITES`` (``MMSP_TEST_JSON_MODE``, else jsonlib's
+    default), and the check of the module docstring on every text the test parsed."""
+    if _suite_module(request.path)[0] not in JSON_SUITES:
+        yield jsonlib.backend()
         return
-    parsed: list[str] = []
-    real = jsonlib.loads if name is None else None
-    if name is not None:
-        jsonlib.use_backend(name)
-    chosen = jsonlib.loads
+    chosen = os.environ.get("MMSP_TEST_JSON_MODE")
+    previous = jsonlib.backend()
+    if chosen:
+        jsonlib.use_backend(chosen)
+    parse = jsonlib.loads
+    texts: dict[str, None] = {}
 
     def loads(text: str) -> Any:
-        parsed.append(text[:80])
-        return chosen(text)
+        if not tracemalloc.is_tracing():  # a memory test measures its parser, not this list
+            texts[text] = None
+        return parse(text)
 
     jsonlib.loads = loads
     try:
-        yield name or previous
+        yield jsonlib.backend() if chosen is None else chosen
     finally:
-        if real is not None:
-            jsonlib.loads = real
+        jsonlib.use_backend(previous)
+    _check_every_backend_agrees(list(texts), request.node.nodeid)
+
+
+def _check_every_backend_agrees(texts: list[str], nodeid: str) -> None:
+    """Each of ``texts`` parses to the same typed value, or the same error, in every backend.
+
+    Raises:
+        AssertionError: naming the first text two backends read differently.
+    """
+    backends = jsonlib.available()
+    if len(backends) < 2 or not texts:
+        return
+    previous = jsonlib.backend()
+    readings: dict[str, list[object]] = {}
+    try:
+        for name in backends:
+            jsonlib.use_backend(name)
+            readings[name] = [_reading(text) for text in texts]
+    finally:
+        jsonlib.use_backend(previous)
+    first, *others = backends
+    for other in others:
+        for text, one, two in zip(texts, readings[first], readings[other], strict=True):
+            if _TOO_DEEP in (one, two):
+                continue  # where json's reader runs out of stack depends on the caller's frames
+            assert one == two, (
+                f"{nodeid}: {first} and {other} read {text[:200]!r} differently: {one!r} != "
+                f"{two!r}"
+            )
+
+
+#: The reading of a text nested deeper than the interpreter's stack allowed there.
+_TOO_DEEP = ("raises", "RecursionError")
+
+
+def _reading(text: str) -> object:
+    """What ``jsonlib.loads`` makes of ``text``: its value with every type spelled out
+    (``_typed``), or the error's type."""
+    try:
+        return _typed(jsonlib.loads(text))
+    except Exception as exc:  # compared, not handled: any error a backend raises
+        return ("raises", type(exc).__name__)
+
+
+def _typed(value: object) -> str:
+    """``value`` written out with every type (``1 == 1.0 == True`` in Python; JSON's readers
+    must not swap them) and every key in its order; iteratively, for values nested as deep as
+    a reader allows."""
+    out: list[str] = []
+    stack: list[tuple[bool, object]] = [(False, value)]  # (is a closing token, what)
+    while stack:
+        closing, item = stack.pop()
+        if closing:
+            out.append(str(item))
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append((True, "}"))
+            for key, member in reversed(item.items()):
+                stack.extend([(False, member), (True, f"{key!r}:")])
+        elif isinstance(item, list):
+            out.append("[")
+            stack.append((True, "]"))
+            stack.extend((False, member) for member in reversed(item))
         else:
-            jsonlib.use_backend(previous)
-    if must_parse and not request.node.stash.get(_SKIPPED, False):
-        assert parsed, (
-            f"{request.node.nodeid} runs in every JSON mode but parsed no JSON with the "
-            "backend: mark it one_json_mode (tests/conftest.py)"
-        )
-    elif not both:
-        assert not parsed, (
-            f"{request.node.nodeid} runs in one JSON mode but parsed JSON with the backend "
-            f"({parsed[0]!r}...): it belongs in both modes (tests/conftest.py)"
-        )
+            out.append(f"{type(item).__name__}({item!r}),")
+    return "".join(out)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -151,7 +151,6 @@ def stop_of(events: list[UniEvent]) -> UniEvent:
 CASES = fixture_cases("anthropic-messages")
 
 
-@pytest.mark.one_json_mode
 def test_every_recorded_body_has_an_expected_file() -> None:
     assert len(CASES) == 15
     for case in CASES:
@@ -224,7 +223,6 @@ def test_thinking_items_carry_the_block_index() -> None:
     )
 
 
-@pytest.mark.one_json_mode
 def test_finish_does_not_decide_completeness() -> None:
     machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=True, base_url=None)
     assert machine.finish() == []
@@ -238,7 +236,6 @@ def test_a_failed_machine_refuses_more_input() -> None:
         machine.next_events(SSEEvent("ping", "{}"))
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("strict", [False, True])
 def test_skipped_events_are_skipped_whatever_their_data(strict: bool) -> None:
     """Only the handlers that read an event's data parse it (08 D51): a ping without JSON is
@@ -437,7 +434,6 @@ def test_server_tool_blocks_are_skipped_in_both_modes(strict: bool) -> None:
     ]
 
 
-@pytest.mark.one_json_mode
 def test_the_skipped_block_list_names_the_recorded_server_blocks() -> None:
     recorded = {
         "server_tool_use",
@@ -537,12 +533,7 @@ def test_known_events_out_of_place_are_skipped(body: bytes) -> None:
     assert {"type": "text.done", "text": "ok"} in done(events)
 
 
-@pytest.mark.parametrize("body", [
-    # Refused in strict mode before any JSON is read: one JSON mode (tests/conftest.py).
-    pytest.param(body, id=name, marks=[pytest.mark.one_json_mode] * (name == "delta before "
-                                                                      "message_start"))
-    for name, body in OUT_OF_PLACE.items()
-])
+@pytest.mark.parametrize("body", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
 def test_known_events_out_of_place_raise_in_strict_mode(body: bytes) -> None:
     _, error = decode_every_way(SOURCE, body, strict=True)
     assert isinstance(error, UnknownEventError)
@@ -771,7 +762,6 @@ def test_render_splits_each_item_into_fragments_of_the_given_size() -> None:
     ]
 
 
-@pytest.mark.one_json_mode
 def test_render_uses_the_real_event_names() -> None:
     items = [
         ThinkingDone("t", {"signature": "S"}),
@@ -799,7 +789,6 @@ def test_render_uses_the_real_event_names() -> None:
     assert b'"stop_reason":"pause_turn"' in body and b'"model":"m"' in body
 
 
-@pytest.mark.one_json_mode
 def test_render_rejects_a_fragment_size_below_one() -> None:
     with pytest.raises(ValueError, match="fragment_size"):
         adapters.render(SOURCE, [TextDone("x")], UsageMetadata(), "stop", fragment_size=0)
@@ -823,7 +812,6 @@ def capped(body: bytes, cap: int, chunks: list[bytes] | None = None) -> tuple[li
     return run(pipeline, [body] if chunks is None else chunks)
 
 
-@pytest.mark.one_json_mode
 def test_the_default_cap_is_1024_open_blocks() -> None:
     machine = AnthropicMessagesMachine(SOURCE, PROFILE, strict=False, base_url=None)
     assert machine.max_open_blocks == MAX_OPEN_BLOCKS == 1024

@@ -33,9 +33,6 @@ from mmsp_core.model import (
 )
 from mmsp_core.testing import assert_stream_grammar
 
-#: The tests that parse no JSON run in one JSON mode (tests/conftest.py).
-ONE_MODE = pytest.mark.one_json_mode
-
 AZURE_CLIENTS = ["openai-chat", "openai-responses", "openai-embedding"]
 RESOURCE = "https://contoso.openai.azure.com"
 V1 = RESOURCE + "/openai/v1"
@@ -50,7 +47,6 @@ ENV = {
 # --- which base URL is Azure's ---------------------------------------------------------------
 
 
-@ONE_MODE
 @pytest.mark.parametrize(
     ("base_url", "azure"),
     [
@@ -79,7 +75,6 @@ def test_is_azure(base_url: str | None, azure: bool) -> None:
 # --- credentials: key order, the key-safety rule, paths and api-version ------------------------
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 @pytest.mark.parametrize(
     ("api_key", "base_url", "environ", "expected"),
@@ -120,7 +115,6 @@ def test_azure_credentials(
     assert credentials(client_type, api_key, base_url, environ) == expected
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 @pytest.mark.parametrize(
     ("base_url", "environ", "given"),
@@ -149,7 +143,6 @@ def test_no_key_may_go_to_this_azure_endpoint(
     assert not {"sk-openai", "az-key"} & set(str(error).split())
 
 
-@ONE_MODE
 @pytest.mark.parametrize(
     ("environ", "says"),
     [
@@ -164,7 +157,6 @@ def test_base_url_azure_needs_an_azure_endpoint(environ: dict[str, str], says: s
     assert says in str(caught.value)
 
 
-@ONE_MODE
 def test_the_azure_key_never_goes_to_openai_nor_to_a_client_azure_does_not_serve() -> None:
     environ = {"AZURE_OPENAI_API_KEY": "az-key", "AZURE_OPENAI_ENDPOINT": RESOURCE}
     for client_type in AZURE_CLIENTS:
@@ -180,7 +172,6 @@ def test_the_azure_key_never_goes_to_openai_nor_to_a_client_azure_does_not_serve
         assert credentials(client_type, "k", RESOURCE, environ) == ("k", RESOURCE)
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 def test_the_openai_key_rule_still_holds_off_azure(client_type: str) -> None:
     assert credentials(client_type, None, None, ENV) == ("sk-openai", OPENAI)
@@ -190,7 +181,6 @@ def test_the_openai_key_rule_still_holds_off_azure(client_type: str) -> None:
     assert caught.value.api_key_env == "OPENAI_API_KEY"
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 def test_the_environment_key_is_never_allowed_to_an_azure_url(client_type: str) -> None:
     assert environment_key_allowed(client_type, V1) is False
@@ -201,7 +191,6 @@ def test_the_environment_key_is_never_allowed_to_an_azure_url(client_type: str) 
 # --- how the key travels ---------------------------------------------------------------------
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 @pytest.mark.parametrize("base_url", [V1, "https://x.cognitiveservices.azure.com/openai/v1",
                                       "http://127.0.0.1:9/v1?api-version=preview"])
@@ -209,20 +198,17 @@ def test_an_azure_base_url_sends_the_key_as_api_key_only(client_type: str, base_
     assert auth_headers(client_type, "az-key", base_url) == (("api-key", "az-key"),)
 
 
-@ONE_MODE
 @pytest.mark.parametrize("client_type", AZURE_CLIENTS)
 def test_any_other_base_url_sends_a_bearer_token(client_type: str) -> None:
     for base_url in (None, OPENAI, "https://proxy.example/v1"):
         assert auth_headers(client_type, "k", base_url) == (("Authorization", "Bearer k"),)
 
 
-@ONE_MODE
 def test_a_client_azure_does_not_serve_keeps_its_own_header_on_an_azure_url() -> None:
     assert auth_headers("openai-official", "k", V1) == (("Authorization", "Bearer k"),)
     assert auth_headers("anthropic-official", "k", V1) == (("x-api-key", "k"),)
 
 
-@ONE_MODE
 @pytest.mark.parametrize("key", [None, "", "az\r\nX-Injected: 1"])
 def test_no_usable_key_on_azure_names_azures_variables(key: str | None) -> None:
     with pytest.raises(ApiKeyRequiredError) as caught:
@@ -235,7 +221,6 @@ def test_no_usable_key_on_azure_names_azures_variables(key: str | None) -> None:
 # --- paths: the api-version query follows the path --------------------------------------------
 
 
-@ONE_MODE
 @pytest.mark.parametrize(
     ("base_url", "path", "expected"),
     [

@@ -79,7 +79,6 @@ def request(config: dict[str, Any] | None = None, messages: Any = None,
     return plan.request({})
 
 
-@pytest.mark.one_json_mode
 def test_the_request_is_invoke_with_response_stream_without_model_and_stream() -> None:
     sent = request({"max_tokens": 100, "thinking_level": "high"},
                    model="global.anthropic.claude-sonnet-4-6:0")
@@ -102,14 +101,12 @@ def test_the_request_is_invoke_with_response_stream_without_model_and_stream() -
     assert body["output_config"] == {"effort": "high"}
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("model", ["global.anthropic.claude-opus-5",
                                    "global.anthropic.claude-fable-5"])
 def test_every_bedrock_body_carries_the_version(model: str) -> None:
     assert json.loads(request(model=model).body)["anthropic_version"] == "bedrock-2023-05-31"
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(("caching", "cache_control"), [
     (None, {"type": "ephemeral", "ttl": "5m"}),
     ("enable", {"type": "ephemeral", "ttl": "5m"}),
@@ -137,7 +134,6 @@ def test_prompt_caching_marks_the_last_block_of_the_last_user_message(
         assert marked == [{"type": "text", "text": "two", "cache_control": cache_control}]
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("model", ["global.anthropic.claude-opus-5",
                                    "global.anthropic.claude-sonnet-4-6"])
 def test_fast_mode_is_refused_on_bedrock(model: str) -> None:
@@ -148,7 +144,6 @@ def test_fast_mode_is_refused_on_bedrock(model: str) -> None:
     assert caught.value.parameter == "fast_mode"
 
 
-@pytest.mark.one_json_mode
 def test_betas_travel_in_the_body() -> None:
     # With a profile that takes fast mode, its beta goes in anthropic_beta, not a header.
     sent = bedrock_request("anthropic-official", profiles.OFFICIAL, "claude-opus-5",
@@ -157,7 +152,6 @@ def test_betas_travel_in_the_body() -> None:
     assert all(name != "anthropic-beta" for name, _ in sent.headers)
 
 
-@pytest.mark.one_json_mode
 def test_remote_images_are_fetched_for_bedrock_only() -> None:
     image = "https://example.test/cat.png"
     messages = [{"role": "user", "content_items": [{"type": "image_url.done",
@@ -172,7 +166,6 @@ def test_remote_images_are_fetched_for_bedrock_only() -> None:
                                "data": "iVBORw0KGgo="}
 
 
-@pytest.mark.one_json_mode
 def test_the_route_is_chosen_by_the_base_url() -> None:
     assert adapters.resolve("anthropic-official", MODEL, BEDROCK)[1].name == PROTOCOL
     assert adapters.resolve("anthropic-official", MODEL, "BEDROCK://eu-west-1")[1].name == PROTOCOL
@@ -250,7 +243,6 @@ TOKEN = "IQoJb3JpZ2luX2VjEXAMPLE/SESSION+TOKEN=="
 AWS_KEYS = {"AWS_ACCESS_KEY_ID": "AKIAENVEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET}
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(("api_key", "environ", "source", "origin"), [
     ("AKIAX,secret-one", {}, AwsSource.ACCESS_KEYS, "api_key"),
     ("AKIAX,secret-one,token-one", AWS_KEYS, AwsSource.ACCESS_KEYS, "api_key"),
@@ -268,7 +260,6 @@ def test_credential_sources_are_tried_in_order(
     assert (found.source, found.origin) == (source, origin)
 
 
-@pytest.mark.one_json_mode
 def test_access_keys_split_and_secrets_never_show() -> None:
     found = aws_credentials("anthropic-official", f"AKIAX,{SECRET},{TOKEN}", {})
     assert (found.key, found.secret_key, found.session_token) == ("AKIAX", SECRET, TOKEN)
@@ -278,7 +269,6 @@ def test_access_keys_split_and_secrets_never_show() -> None:
     assert (env.key, env.secret_key, env.session_token) == ("AKIAENVEXAMPLE", SECRET, TOKEN)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(("api_key", "environ"), [
     (f"AKIAX,{SECRET},{TOKEN},more", {}),
     (f",{SECRET}", {}),
@@ -294,7 +284,6 @@ def test_unusable_credentials_are_refused_without_quoting_them(
     assert SECRET not in f"{caught.value} {caught.value!r} {caught.value.detail}"
 
 
-@pytest.mark.one_json_mode
 def test_bedrock_takes_the_clouds_credentials_never_the_anthropic_key() -> None:
     environ = {"ANTHROPIC_API_KEY": "sk-ant-never-sent"}
     # 04 §3 refuses the environment's key for a base URL given in code; on Bedrock the cloud's
@@ -306,7 +295,6 @@ def test_bedrock_takes_the_clouds_credentials_never_the_anthropic_key() -> None:
     assert adapters.auth_headers("anthropic-official", None, BEDROCK) == ()
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(("environ", "url"), [
     ({}, "https://bedrock-runtime.eu-west-3.amazonaws.com"),
     ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9"}, "http://127.0.0.1:9"),
@@ -320,7 +308,6 @@ def test_the_endpoint_variables_override_the_host_and_keep_the_region(
     assert (endpoint.url, endpoint.region) == (url, "eu-west-3")
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(("base_url", "environ"), [
     ("bedrock://", {}),
     ("bedrock://us east 1", {}),

@@ -35,7 +35,6 @@ def test_protocol_check(name: str, check: ProtocolCheck) -> None:
     check.run()
 
 
-@pytest.mark.one_json_mode
 def test_every_body_of_a_folder_is_checked() -> None:
     # The folder also holds ``<case>.expected.json`` files: more suffixes, so not bodies.
     bodies = fixture_bodies(FIXTURES / "openai-chat")
@@ -65,7 +64,6 @@ def test_check_protocol_fails_on_a_wrong_expected_file(tmp_path: Path) -> None:
     assert f"check_protocol('openai-chat'): {CASE}" in info.value.__notes__
 
 
-@pytest.mark.one_json_mode
 def test_a_body_without_its_expected_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "lonely.sse").write_bytes(b"data: {}\n\n")
     with pytest.raises(AssertionError, match="no expected file"):

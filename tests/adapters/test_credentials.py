@@ -11,8 +11,6 @@ import pytest
 from adapters.clients import credentials, same_family
 from mmsp_core.errors import ApiKeyRequiredError, RoutingError
 
-pytestmark = pytest.mark.one_json_mode
-
 OPENAI = "https://api.openai.com/v1"
 PROXY = "https://proxy.example/v1"
 

@@ -64,7 +64,6 @@ def test_protocol_check(name: str, check: ProtocolCheck) -> None:
     check.run()
 
 
-@pytest.mark.one_json_mode
 def test_both_read_one_json_body() -> None:
     for name in (OPENAI, GOOGLE):
         assert isinstance(adapters.PROTOCOLS[name].new_decoder(), BodyDecoder)
@@ -188,7 +187,6 @@ def test_a_body_that_is_not_an_answer_is_malformed(body: bytes) -> None:
     assert isinstance(error, MalformedEventError)
 
 
-@pytest.mark.one_json_mode
 def test_an_empty_body_is_incomplete() -> None:
     _, error = decode(OPENAI, b"")
     assert isinstance(error, IncompleteStreamError)
@@ -212,7 +210,6 @@ def test_an_error_object_in_the_answer_is_a_provider_stream_error() -> None:  # 
     assert error.provider_message == "plain text"
 
 
-@pytest.mark.one_json_mode
 def test_the_body_size_is_bounded() -> None:
     pipeline = adapters.new_pipeline(OPENAI, clock=None)
     big = b" " * (64 << 20)
@@ -275,7 +272,6 @@ def test_both_google_clients_decode_an_embedding_model_through_google_embedding(
 # -- render (08 D49) ---------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_render_writes_base64_float32_and_the_input_count() -> None:
     items: list[DoneItem] = [EmbeddingDone((0.5, -2.0)), TextDone("dropped"), EmbeddingDone(())]
     body = json.loads(adapters.render(OPENAI, items, UsageMetadata(3, 4, 5, 6), "stop",
@@ -288,13 +284,11 @@ def test_render_writes_base64_float32_and_the_input_count() -> None:
     assert body["model"] == "m"
 
 
-@pytest.mark.one_json_mode
 def test_values_beyond_float32_become_infinite_as_ieee_rounding_does() -> None:
     assert vectors.float32([1e300, -1e300, 0.1]) == (
         float("inf"), float("-inf"), struct.unpack("<f", struct.pack("<f", 0.1))[0])
 
 
-@pytest.mark.one_json_mode
 def test_gemini_render_leaves_out_a_usage_without_a_count() -> None:
     body = json.loads(adapters.render(GOOGLE, [EmbeddingDone((1.0,))], UsageMetadata(), "stop"))
     assert body == {"embeddings": [{"values": [1.0]}]}
@@ -311,7 +305,6 @@ def openai_request(messages: list[Any], config: Any = None) -> dict[str, Any]:
     return parsed
 
 
-@pytest.mark.one_json_mode
 def test_one_input_per_message_its_texts_joined_base64_asked() -> None:
     messages = [user(TextDone("Hello"), TextDone(" world")),
                 UniMessage(role="assistant", content_items=(TextDone("Bye"),))]
@@ -322,7 +315,6 @@ def test_one_input_per_message_its_texts_joined_base64_asked() -> None:
     }
 
 
-@pytest.mark.one_json_mode
 def test_dimensions_come_from_the_embedding_config_and_other_keys_are_ignored() -> None:
     body = openai_request([user(TextDone("x"))], {
         "embedding_config": {"dimensions": 256}, "thinking_level": "high", "temperature": 0.3,
@@ -332,7 +324,6 @@ def test_dimensions_come_from_the_embedding_config_and_other_keys_are_ignored() 
                     "encoding_format": "base64"}
 
 
-@pytest.mark.one_json_mode
 def test_fast_mode_is_refused_on_build_and_check_alike() -> None:
     for call in (
         lambda: adapters.build_request(OPENAI, "m", [user(TextDone("x"))], {"fast_mode": True}),
@@ -343,7 +334,6 @@ def test_fast_mode_is_refused_on_build_and_check_alike() -> None:
         assert caught.value.parameter == "fast_mode"
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("item", "kind"),
     [
@@ -359,20 +349,17 @@ def test_any_item_but_text_is_unsupported_content(item: Any, kind: str) -> None:
     assert caught.value.item_type == kind
 
 
-@pytest.mark.one_json_mode
 def test_a_message_whose_text_is_empty_is_invalid_with_its_index() -> None:
     with pytest.raises(InvalidMessageError) as caught:
         openai_request([user(TextDone("x")), user(TextDone(""), TextDone(""))])
     assert caught.value.message_index == 1
 
 
-@pytest.mark.one_json_mode
 def test_the_fast_mode_refusal_comes_before_the_content_refusal() -> None:  # 02 §8
     with pytest.raises(UnsupportedParameterError):
         openai_request([user(ThinkingDone("x"))], {"fast_mode": True})
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("model", ["text-embedding-3-small", "Text-Embedding-3-Large"])
 def test_openai_official_sends_embedding_ids_to_openai_embedding(model: str) -> None:
     assert adapters.route(model) == OPENAI
@@ -394,7 +381,6 @@ def google_request(
     return request.path, json.loads(request.body)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("client", ["google-genai", "google-official"])
 def test_one_batch_call_holds_every_message_on_both_google_clients(client: str) -> None:
     messages = [user(TextDone("Hello"), TextDone(" world")),
@@ -411,7 +397,6 @@ def test_one_batch_call_holds_every_message_on_both_google_clients(client: str) 
     ]}
 
 
-@pytest.mark.one_json_mode
 def test_config_conversion_never_runs_for_an_embedding_model() -> None:  # 05 §2.3, §4.4
     config = {"temperature": 0.5, "fast_mode": True, "prompt_caching": "disable",
               "thinking_level": "high", "max_tokens": 5}
@@ -421,7 +406,6 @@ def test_config_conversion_never_runs_for_an_embedding_model() -> None:  # 05 §
                                   "content": {"role": "user", "parts": [{"text": "x"}]}}]}
 
 
-@pytest.mark.one_json_mode
 def test_images_and_inline_data_are_inline_parts() -> None:
     data_uri = "data:image/png;base64," + base64.b64encode(PNG).decode()
     _, body = google_request("google-genai", [user(
@@ -434,7 +418,6 @@ def test_images_and_inline_data_are_inline_parts() -> None:
     ]
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("url", ["data:image/png;base64,@@", "https://example.test/cat.png"])
 def test_an_image_that_is_not_a_good_data_uri_is_invalid(url: str) -> None:
     # The Google rows have the client fetch http(s) images first (08 D37): none reaches here.
@@ -444,7 +427,6 @@ def test_an_image_that_is_not_a_good_data_uri_is_invalid(url: str) -> None:
     assert (caught.value.item_type, caught.value.message_index) == ("image_url", 1)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("item", "kind"),
     [(ThinkingDone("hmm"), "thinking"), (ToolCallDone("f", "c1", {}), "tool_call")],
@@ -455,21 +437,18 @@ def test_other_items_are_invalid_messages(item: Any, kind: str) -> None:  # 05 �
     assert (caught.value.item_type, caught.value.message_index) == (kind, 1)
 
 
-@pytest.mark.one_json_mode
 def test_a_message_with_no_part_is_invalid() -> None:
     with pytest.raises(InvalidMessageError) as caught:
         google_request("google-genai", [user(TextDone(""))])
     assert caught.value.message_index == 0
 
 
-@pytest.mark.one_json_mode
 def test_the_model_id_cannot_change_the_path() -> None:
     path, _ = google_request("google-genai", [user(TextDone("x"))],
                              model="my/embedding?x#y")
     assert path == "/v1/models/my%2Fembedding%3Fx%23y:batchEmbedContents"
 
 
-@pytest.mark.one_json_mode
 def test_a_google_client_sends_only_embedding_ids_to_google_embedding() -> None:
     for client in ("google-genai", "google-official"):
         spec = adapters.CLIENTS[client]

@@ -157,7 +157,6 @@ AGENT_TURN: dict[str, Any] = {
 }
 
 
-@pytest.mark.one_json_mode
 def test_an_agent_turn_is_read_field_by_field() -> None:
     read = read_request(AGENT_TURN)
     assert read.model == "claude-opus-5" and read.stream is True
@@ -206,7 +205,6 @@ def test_an_agent_turn_is_read_field_by_field() -> None:
     assert read_request(tools_first).ignored[:3] == ("tools.strict", "top_k", "text.citations")
 
 
-@pytest.mark.one_json_mode
 def test_defaults_strings_and_null_fields() -> None:
     read = read_request({
         "model": "m", "messages": [{"role": "assistant", "content": "Hello"}],
@@ -217,7 +215,6 @@ def test_defaults_strings_and_null_fields() -> None:
     assert (read.stream, read.ignored) == (False, ())
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "level", "summary"),
     [
@@ -246,7 +243,6 @@ def test_thinking_and_effort_map_to_a_level(
     assert (config.thinking_level, config.thinking_summary) == (level, summary)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("choice", "expected"),
     [
@@ -260,7 +256,6 @@ def test_tool_choice(choice: dict[str, Any], expected: str | tuple[str, ...]) ->
     assert config_of(tool_choice=choice).tool_choice == expected
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "caching"),
     [
@@ -282,7 +277,6 @@ def test_cache_control_anywhere_asks_for_prompt_caching(
     assert config_of(**fields).prompt_caching is caching
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "fast", "ignored"),
     [
@@ -300,7 +294,6 @@ def test_speed_and_priority_tier_are_fast_mode(
     assert (read.config.fast_mode, read.ignored) == (fast, ignored)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "parameter"),
     [
@@ -325,7 +318,6 @@ def test_fields_that_cannot_be_honoured_are_refused_by_name(
     assert repr(parameter) in str(refused.value)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("body", "path"),
     [
@@ -370,7 +362,6 @@ def test_malformed_bodies_are_wire_format_errors_naming_the_place(body: Any, pat
     assert bad.value.path == path
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("block", "item_type"),
     [
@@ -409,7 +400,6 @@ def _built(value: Any) -> Any:
     return value.build() if isinstance(value, Huge) else value
 
 
-@pytest.mark.one_json_mode
 @given(
     body=st.one_of(
         hostile_json().map(_built),
@@ -679,7 +669,6 @@ def _message_id(body: bytes) -> str:
     return str(start["message"]["id"])
 
 
-@pytest.mark.one_json_mode
 def test_the_writer_echoes_the_id_it_is_given_and_makes_none() -> None:
     """The pure writer draws no id: the gateway gives each response its own; without one,
     every writer writes ``MESSAGE_ID``."""
@@ -729,7 +718,6 @@ def test_an_error_after_the_stop_writes_nothing() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_the_whole_response_is_anthropics_message_object() -> None:
     items = [*STREAM_ITEMS, ThinkingDone("unsigned"), ImageUrlDone("https://x.test/i")]
     body = response(items, UsageMetadata(2, 30, 5, 7), FinishReason.TOOL_CALL,
@@ -766,7 +754,6 @@ def test_the_whole_response_is_anthropics_message_object() -> None:
     anthropic_types.Message.model_validate(bare)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("status", "error_type"),
     [
@@ -790,7 +777,6 @@ def test_the_error_body_types_each_status_as_anthropic_does(status: int, error_t
         anthropic_types.ErrorResponse.model_validate({**body, "request_id": None})
 
 
-@pytest.mark.one_json_mode
 def test_the_protocol_record_carries_the_front_door() -> None:
     door = PROTOCOL.front
     assert door is not None and door.path == "/v1/messages" and door.id_prefix == "msg_"

@@ -92,7 +92,6 @@ def read(*messages: dict[str, Any], **fields: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_the_record_names_the_door() -> None:
     front = adapters.PROTOCOLS[PROTOCOL].front
     assert front is not None
@@ -102,7 +101,6 @@ def test_the_record_names_the_door() -> None:
     assert isinstance(front.new_writer("m", response_id="chatcmpl-1"), ChatStreamWriter)
 
 
-@pytest.mark.one_json_mode
 def test_system_and_developer_messages_are_the_system_prompt_and_text_and_images_are_read() -> None:
     got = read(
         {"role": "developer", "content": "Be brief."},
@@ -125,7 +123,6 @@ def test_system_and_developer_messages_are_the_system_prompt_and_text_and_images
     assert got.ignored == ()
 
 
-@pytest.mark.one_json_mode
 def test_stream_and_empty_texts() -> None:
     got = read(user(""), {"role": "assistant", "content": ""}, user("x"), stream=True,
                stream_options={"include_usage": True})
@@ -174,7 +171,6 @@ def test_tool_results_before_an_assistant_message_stand_alone() -> None:
     assert empty.messages[1] == UniMessage.assistant(ToolCallDone("f", "c", {}))
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "thinking"),
     [
@@ -207,14 +203,12 @@ def test_thinking_of_assistant_messages(fields: dict[str, Any], thinking: list[D
     assert got.messages[1] == UniMessage("assistant", (*thinking, TextDone("Answer")))
 
 
-@pytest.mark.one_json_mode
 def test_refusal_parts_are_text() -> None:
     got = read(HI, {"role": "assistant", "content": [
         {"type": "text", "text": "A"}, {"type": "refusal", "refusal": "No."}]})
     assert got.messages[1] == UniMessage.assistant("A", "No.")
 
 
-@pytest.mark.one_json_mode
 def test_config_fields() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     got = read(
@@ -249,7 +243,6 @@ def test_config_fields() -> None:
     assert read(HI, max_tokens=50).config.max_tokens == 50
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "config"),
     [
@@ -275,7 +268,6 @@ def test_config_field_forms(fields: dict[str, Any], config: UniConfig) -> None:
     assert (got.config, got.ignored) == (config, ())
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("effort", "level"),
     [("none", "none"), ("minimal", "low"), ("low", "low"), ("medium", "medium"),
@@ -286,7 +278,6 @@ def test_reasoning_effort_is_the_thinking_level_of_its_name(effort: str, level: 
     assert read(HI, reasoning_effort=effort).config.thinking_level == ThinkingLevel(level)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("fields", "parameter"),
     [
@@ -307,7 +298,6 @@ def test_refused_fields_are_named(fields: dict[str, Any], parameter: str) -> Non
     assert info.value.parameter == parameter
 
 
-@pytest.mark.one_json_mode
 def test_other_fields_are_ignored_and_listed_in_request_order() -> None:
     got = read_request({
         "metadata": {"a": "b"}, "model": "m", "user": "u", "messages": [HI], "store": True,
@@ -324,7 +314,6 @@ def test_other_fields_are_ignored_and_listed_in_request_order() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("body", "path"),
     [
@@ -356,7 +345,6 @@ def test_malformed_bodies_are_wire_format_errors(body: Any, path: str) -> None:
     assert info.value.path == path
 
 
-@pytest.mark.one_json_mode
 def test_a_content_part_of_another_type_is_an_invalid_message() -> None:
     audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
     with pytest.raises(InvalidMessageError) as info:
@@ -404,7 +392,6 @@ def test_any_json_value_anywhere_raises_only_mmsp_errors(data: st.DataObject) ->
         read_request(apply_edits(RICH, changes, build=True))
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("value", [Huge("arrays", 5_000), Huge("objects", 5_000),
                                    Huge("digits", 5_000)], ids=repr)
 def test_a_part_type_too_deep_or_too_long_to_show_is_a_wire_format_error(value: Huge) -> None:
@@ -586,7 +573,6 @@ def test_encrypted_reasoning_arriving_last_stays_with_its_text() -> None:
     assert done(decoded) == [ThinkingDone("Let me think", encrypted), TextDone("Hi")]
 
 
-@pytest.mark.one_json_mode
 def test_the_stream_is_framed_as_a_server_frames_it() -> None:
     body = write([
         UniEvent("delta", (TextDelta("Hi"),), created_at=1_760_000_000_123),
@@ -636,7 +622,6 @@ def test_an_error_after_any_event_decodes_to_the_error_never_a_clean_end(cut: in
     assert all(event.event_type == "delta" for event in events)
 
 
-@pytest.mark.one_json_mode
 def test_every_chunk_and_the_whole_response_carry_the_id_given() -> None:
     """The pure writers draw no id: the gateway gives each response its own; without one,
     ``COMPLETION_ID``."""
@@ -666,7 +651,6 @@ def test_a_library_error_is_written_with_its_class_as_the_code() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_the_whole_response_is_a_chat_completion() -> None:
     items: list[DoneItem] = [
         ThinkingDone("Hmm", {"reasoning_field": "reasoning_content"}),
@@ -701,7 +685,6 @@ def test_the_whole_response_is_a_chat_completion() -> None:
     }
 
 
-@pytest.mark.one_json_mode
 def test_the_whole_response_of_calls_only_has_no_content_and_counts_unknowns_as_zero() -> None:
     body = response([ToolCallDone("f", "c", {}), ImageUrlDone("u")], UsageMetadata(),
                     FinishReason.UNKNOWN, model="m")
@@ -714,7 +697,6 @@ def test_the_whole_response_of_calls_only_has_no_content_and_counts_unknowns_as_
                              "completion_tokens_details": {"reasoning_tokens": 0}}
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("status", "param", "expected"),
     [
@@ -731,7 +713,6 @@ def test_the_error_body_is_openais(status: int, param: str | None, expected: Any
     }
 
 
-@pytest.mark.one_json_mode
 def test_the_error_body_of_a_refused_field_names_it() -> None:
     with pytest.raises(UnsupportedParameterError) as info:
         read(HI, n=3)

@@ -79,7 +79,6 @@ SOURCE = "openai-responses"
 MODEL = "gpt-5.6"
 PNG = "data:image/png;base64,iVBORw0KGgo="
 
-one_json_mode = pytest.mark.one_json_mode
 
 
 def body(**fields: Any) -> dict[str, Any]:
@@ -92,20 +91,17 @@ def body(**fields: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-@one_json_mode
 def test_a_string_input_is_one_user_text_and_instructions_the_system_prompt() -> None:
     read = read_request(body(instructions="Be brief.", stream=True))
     assert read == FrontRequest(MODEL, (UniMessage.user("Hi"),),
                                 UniConfig(system_prompt="Be brief."), True)
 
 
-@one_json_mode
 def test_stream_is_false_by_default() -> None:
     assert read_request(body()).stream is False
     assert read_request(body(stream=None)).stream is False
 
 
-@one_json_mode
 def test_system_and_developer_messages_join_the_instructions_in_order() -> None:
     read = read_request(body(instructions="A", input=[
         {"role": "system", "content": "B"},
@@ -116,7 +112,6 @@ def test_system_and_developer_messages_join_the_instructions_in_order() -> None:
     assert read.messages == (UniMessage.user("Hi"),)
 
 
-@one_json_mode
 def test_user_text_and_images_by_url_and_data_uri() -> None:
     read = read_request(body(input=[{"role": "user", "content": [
         {"type": "input_text", "text": "What is this?"},
@@ -160,13 +155,11 @@ def test_an_agent_turn_reads_back_as_its_messages() -> None:
     )
 
 
-@one_json_mode
 def test_sampling_and_token_keys() -> None:
     read = read_request(body(max_output_tokens=300, temperature=0.5, top_p=1))
     assert read.config == UniConfig(max_tokens=300, temperature=0.5, top_p=1.0)
 
 
-@one_json_mode
 @pytest.mark.parametrize(("effort", "level"), [
     ("minimal", ThinkingLevel.LOW), ("none", ThinkingLevel.NONE), ("low", ThinkingLevel.LOW),
     ("medium", ThinkingLevel.MEDIUM), ("high", ThinkingLevel.HIGH),
@@ -179,13 +172,11 @@ def test_reasoning_effort_is_the_thinking_level_of_its_name(
     assert config == UniConfig(thinking_level=level)
 
 
-@one_json_mode
 def test_a_reasoning_summary_asks_for_the_thinking_summary() -> None:
     config = read_request(body(reasoning={"effort": "high", "summary": "auto"})).config
     assert config == UniConfig(thinking_level=ThinkingLevel.HIGH, thinking_summary=True)
 
 
-@one_json_mode
 @pytest.mark.parametrize(("wire", "expected"), [
     ({"type": "json_schema", "name": "city", "schema": {"type": "object"}, "strict": True},
      ResponseFormat("json_schema", "city", {"type": "object"}, strict=True)),
@@ -206,7 +197,6 @@ _WEATHER = {"type": "function", "name": "weather", "description": "The weather."
 _TIME = {"type": "function", "name": "time"}
 
 
-@one_json_mode
 @pytest.mark.parametrize(("choice", "tools", "expected"), [
     (None, 2, None),
     ("auto", 2, "auto"),
@@ -225,7 +215,6 @@ def test_tools_and_tool_choice(choice: Any, tools: int, expected: Any) -> None:
     assert config == UniConfig(tools=schemas[-tools:], tool_choice=expected)
 
 
-@one_json_mode
 def test_the_priority_tier_is_fast_mode_and_any_other_tier_is_ignored() -> None:
     assert read_request(body(service_tier="priority")).config == UniConfig(fast_mode=True)
     flex = read_request(body(service_tier="flex"))
@@ -237,7 +226,6 @@ def test_the_priority_tier_is_fast_mode_and_any_other_tier_is_ignored() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-@one_json_mode
 @pytest.mark.parametrize(("field", "value"), [
     ("background", True),
     ("previous_response_id", "resp_1"),
@@ -257,7 +245,6 @@ def test_a_field_the_door_cannot_honour_is_refused_by_name(field: str, value: An
     assert caught.value.parameter == field
 
 
-@one_json_mode
 @pytest.mark.parametrize(("field", "value"), [
     ("background", False), ("top_logprobs", 0), ("n", 1), ("logprobs", False),
     ("previous_response_id", None), ("modalities", ["text"]),
@@ -266,7 +253,6 @@ def test_a_refused_field_that_asks_for_nothing_passes(field: str, value: Any) ->
     assert read_request(body(**{field: value})).ignored == ()
 
 
-@one_json_mode
 @pytest.mark.parametrize(("field", "value"), [
     ("tools", [{"type": "web_search"}]),
     ("tool_choice", {"type": "file_search"}),
@@ -281,7 +267,6 @@ def test_built_in_tools_and_unknown_efforts_are_refused(field: str, value: Any) 
     assert caught.value.parameter in (field, head)
 
 
-@one_json_mode
 @pytest.mark.parametrize("entry", [
     {"type": "item_reference", "id": "msg_1"},
     {"type": "web_search_call", "id": "ws_1", "status": "completed"},
@@ -294,7 +279,6 @@ def test_input_the_gateway_cannot_carry_is_refused(entry: dict[str, Any]) -> Non
         read_request(body(input=[entry]))
 
 
-@one_json_mode
 def test_other_fields_are_ignored_and_named_in_order() -> None:
     read = read_request(body(
         metadata={"a": "b"}, user="u", store=True, context_management=[{"type": "x"}],
@@ -311,7 +295,6 @@ def test_other_fields_are_ignored_and_named_in_order() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-@one_json_mode
 @pytest.mark.parametrize(("bad", "error"), [
     ([], WireFormatError),
     ({"input": "Hi"}, WireFormatError),
@@ -357,7 +340,6 @@ def test_call_arguments_that_are_no_json_object_are_an_invalid_message(arguments
     assert caught.value.message_index == 0
 
 
-@one_json_mode
 def test_a_body_nested_too_deep_is_refused_without_recursion() -> None:
     deep: Any = {}
     for _ in range(100_000):
@@ -544,7 +526,6 @@ def test_the_writer_fed_event_by_event_decodes_to_the_same_stream(
     assert events[-1].finish_reason == finish
 
 
-@one_json_mode
 def test_the_writer_frames_as_a_responses_server() -> None:
     writer = ResponsesWriter(MODEL)
     first = writer.event(UniEvent("delta", (TextDelta("Hel", {"phase": "final_answer"}),),
@@ -576,7 +557,6 @@ def test_the_writer_frames_as_a_responses_server() -> None:
     assert completed["response"]["output"][0]["content"][0]["text"] == "Hello"
 
 
-@one_json_mode
 def test_the_writer_refuses_items_a_responses_output_cannot_carry() -> None:
     with pytest.raises(UnsupportedContentError):
         ResponsesWriter(MODEL).event(UniEvent("delta", (ImageUrlDone(PNG),)))
@@ -614,7 +594,6 @@ def test_a_provider_error_keeps_its_code_and_message() -> None:
     assert (error.code, error.provider_message) == ("rate_limit_exceeded", "Slow down.")
 
 
-@one_json_mode
 @pytest.mark.parametrize("end", ["stop", "error"])
 def test_every_response_object_carries_the_id_given(end: str) -> None:
     """The pure writers draw no id: the gateway gives each response its own, which the
@@ -633,7 +612,6 @@ def test_every_response_object_carries_the_id_given(end: str) -> None:
     assert response([], UsageMetadata(), FinishReason.STOP, model=MODEL)["id"] == RESPONSE_ID
 
 
-@one_json_mode
 def test_nothing_follows_the_end_of_the_stream() -> None:
     writer = ResponsesWriter(MODEL)
     writer.event(UniEvent("stop", (), UsageMetadata(), FinishReason.STOP))
@@ -647,7 +625,6 @@ def test_nothing_follows_the_end_of_the_stream() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-@one_json_mode
 def test_the_whole_response_is_the_response_object() -> None:
     items: list[DoneItem] = [
         ThinkingDone("t", {"channel": "summary", "encrypted_content": "e"}),
@@ -674,7 +651,6 @@ def test_the_whole_response_is_the_response_object() -> None:
     }
 
 
-@one_json_mode
 def test_the_whole_response_is_what_the_stream_completes_with() -> None:
     items: list[DoneItem] = [TextDone("Hi there"), ToolCallDone("f", "c", {})]
     counts = UsageMetadata(0, 1, 0, 1)
@@ -687,13 +663,11 @@ def test_the_whole_response_is_what_the_stream_completes_with() -> None:
     assert whole["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-@one_json_mode
 def test_the_whole_response_refuses_items_it_cannot_carry() -> None:
     with pytest.raises(UnsupportedContentError):
         response([ImageUrlDone(PNG)], UsageMetadata(), FinishReason.STOP, model=MODEL)
 
 
-@one_json_mode
 @pytest.mark.parametrize(("status", "error_type", "code"), [
     (400, "invalid_request_error", None),
     (401, "invalid_request_error", "invalid_api_key"),
@@ -707,7 +681,6 @@ def test_the_error_body_is_openais(status: int, error_type: str, code: str | Non
         "message": "No.", "type": error_type, "param": "background", "code": code}}
 
 
-@one_json_mode
 def test_the_protocol_record_has_the_front_door() -> None:
     front = PROTOCOL.front
     assert front is not None and (front.path, front.id_prefix) == ("/v1/responses", "resp_")

@@ -293,7 +293,6 @@ def test_only_the_first_candidate_is_read() -> None:
     assert error is None and done == [{"type": "text.done", "text": "first"}]
 
 
-@pytest.mark.one_json_mode
 def test_normalize_merges_what_the_wire_joins() -> None:
     items: list[DoneItem] = [
         TextDone("a"),

@@ -411,7 +411,6 @@ def test_a_stream_without_completed_is_incomplete() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("mime", "parts"),
     [
@@ -445,7 +444,6 @@ def test_render_round_trips_every_kind_it_carries() -> None:
     assert (events[-1].usage_metadata, events[-1].finish_reason) == (usage, finish)
 
 
-@pytest.mark.one_json_mode
 def test_what_an_interactions_body_cannot_carry() -> None:
     for item in (EmbeddingDone((1.0,)), InlineDataDone(b"%PDF", "application/pdf")):
         with pytest.raises(UnsupportedContentError):

@@ -35,7 +35,6 @@ def test_retry_after_forms() -> None:
     assert wait() is None
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [
@@ -83,7 +82,6 @@ _DATES = st.builds(
 )
 
 
-@pytest.mark.one_json_mode
 @given(value=st.one_of(_DATES, st.text(max_size=40), st.from_regex(
     r"\A[A-Z][a-z]{2}, [0-9]{1,3} [A-Z][a-z]{2} [0-9]{1,5} [0-9]{1,2}:[0-9]{2}:[0-9]{2}"
     r"( GMT| [+-][0-9]{4})?\Z")))
@@ -91,7 +89,6 @@ def test_retry_after_agrees_with_a_datetime_reading(value: str) -> None:
     assert retry_after({"retry-after": value}, now=NOW) == _reference(value, NOW)
 
 
-@pytest.mark.one_json_mode
 def test_a_bad_retry_after_ms_falls_back_to_retry_after() -> None:
     assert retry_after({"retry-after-ms": "soon", "retry-after": "4"}, now=NOW) == 4.0
     assert retry_after({"retry-after-ms": "-20"}, now=NOW) == 0.0
@@ -115,7 +112,6 @@ def test_the_body_by_the_protocols_shape_and_the_header_request_id() -> None:
         "INTERNAL", "Internal.", "g1")
 
 
-@pytest.mark.one_json_mode
 def test_the_public_name_is_the_same_function() -> None:
     assert adapters.provider_http_error is provider_http_error
 

@@ -78,7 +78,6 @@ def request_body(messages: Any, config: Any = None, **options: Any) -> dict[str,
     return body
 
 
-@pytest.mark.one_json_mode
 def test_the_body_is_model_messages_and_config_with_bytes_as_base64() -> None:
     image = InlineDataDone(b"\x89PNG\x00", "image/png")
     question = UniMessage("user", (TextDone("Où est la tour ?"), image), created_at=5)
@@ -99,7 +98,6 @@ def test_the_body_is_model_messages_and_config_with_bytes_as_base64() -> None:
     }
 
 
-@pytest.mark.one_json_mode
 def test_the_config_is_forwarded_verbatim_unknown_keys_and_extra_body_included() -> None:
     config = {
         "temperature": 0.5,
@@ -118,14 +116,12 @@ def test_the_config_is_forwarded_verbatim_unknown_keys_and_extra_body_included()
     assert set(body) == {"model", "messages", "config"}  # extra_body stays in the config
 
 
-@pytest.mark.one_json_mode
 def test_a_config_value_is_the_servers_to_refuse() -> None:
     # temperature on a GPT-6 row is the server's UnsupportedParameterError event (07 §4).
     adapters.check_config(SOURCE, "gpt-6", {"temperature": 0.5, "fast_mode": True})
     assert request_body([UniMessage.user("hi")], UniConfig())["config"] == {}
 
 
-@pytest.mark.one_json_mode
 def test_messages_are_sent_as_given_even_empty_ones() -> None:
     # The server's client checks messages (08 D58): no base preflight here.
     assert request_body([])["messages"] == []
@@ -138,7 +134,6 @@ def test_messages_are_sent_as_given_even_empty_ones() -> None:
     ]
 
 
-@pytest.mark.one_json_mode
 def test_history_keeps_usage_finish_reason_and_tool_items() -> None:
     call = ToolCallDone("get_weather", "call_1", {"city": "Paris"}, {"signature": "s"})
     turn = [
@@ -226,8 +221,8 @@ def test_an_error_given_as_text_is_an_upstream_error() -> None:
     pytest.param(HELLO + DONE, id="done-before-stop"),
     pytest.param(HELLO, id="cut-before-stop"),
     # No JSON to parse: one JSON mode (tests/conftest.py).
-    pytest.param(b"", id="empty-body", marks=pytest.mark.one_json_mode),
-    pytest.param(DONE, id="only-done", marks=pytest.mark.one_json_mode),
+    pytest.param(b"", id="empty-body"),
+    pytest.param(DONE, id="only-done"),
 ])
 def test_a_stream_without_its_stop_is_the_clients_incomplete_stream(body: bytes) -> None:
     _, error = decode_every_way(SOURCE, body)
@@ -313,13 +308,11 @@ def test_the_sse_event_field_and_comments_are_ignored() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_items_that_never_stream_are_dropped() -> None:
     items = [ImageUrlDone("https://x/a.png"), TextDone("a"), ToolResultDone("r", "c1")]
     assert normalize(items, FinishReason.STOP) == ([TextDone("a")], FinishReason.STOP)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("items", [(), (ThinkingDone("only"),), (ImageUrlDone("https://x"),)])
 def test_nothing_but_thinking_is_no_stream_but_the_servers_empty_response(
     items: tuple[Any, ...]
@@ -330,7 +323,6 @@ def test_nothing_but_thinking_is_no_stream_but_the_servers_empty_response(
         normalize(items, FinishReason.STOP)
 
 
-@pytest.mark.one_json_mode
 def test_the_error_event_is_the_wire_error_then_done() -> None:
     error = EmptyResponseError("openai-chat", "stop", USAGE)
     lines = error_event(error).split(b"\n\n")
@@ -343,7 +335,6 @@ def test_the_error_event_is_the_wire_error_then_done() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_the_dialect_reads_a_stream_request() -> None:
     weather = ToolSchema("get_weather", "", {"type": "object"})
     turn = [UniMessage.user("Weather in Paris?"),

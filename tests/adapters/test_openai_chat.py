@@ -578,7 +578,6 @@ def test_json_nested_near_the_recursion_limit_never_escapes_untyped(template: by
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 def test_render_writes_the_chunks_a_server_sends() -> None:
     body = adapters.render(
         "openai-chat",
@@ -626,7 +625,6 @@ def test_render_writes_the_chunks_a_server_sends() -> None:
     assert body == expected
 
 
-@pytest.mark.one_json_mode
 def test_render_rejects_a_fragment_size_below_one() -> None:
     with pytest.raises(ValueError, match="fragment_size"):
         adapters.render(

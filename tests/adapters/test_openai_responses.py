@@ -649,7 +649,6 @@ def test_round_trip(
         assert isinstance(error, EmptyResponseError)
 
 
-@pytest.mark.one_json_mode
 def test_render_splits_into_fragments_of_the_given_size() -> None:
     body = adapters.render(PROTOCOL, [TextDone("abcdefg")], UsageMetadata(0, 1, 0, 1), "stop",
                            fragment_size=3)

@@ -39,7 +39,6 @@ def image_history() -> list[UniMessage]:
     [("openai-responses", "gpt-4o"), ("anthropic-official", "claude-sonnet-4-6"),
      ("openai-chat", "gpt-4o")],
 )
-@pytest.mark.one_json_mode
 def test_the_plans_request_is_what_build_request_builds(client: str, model: str) -> None:
     config = {"max_tokens": 50, "extra_body": {"metadata": {"k": "v"}}}
     plan = adapters.prepare(client, model, HELLO, config)
@@ -49,20 +48,17 @@ def test_the_plans_request_is_what_build_request_builds(client: str, model: str)
     assert plan.messages == tuple(adapters.coerce_messages(client, HELLO))
 
 
-@pytest.mark.one_json_mode
 def test_a_client_that_sends_image_bytes_lists_each_remote_image_once() -> None:
     plan = adapters.prepare("openai-chat", "gpt-4o", image_history(), None)
     assert dict(plan.image_urls) == {CAT: 0, DOG: 1}
     assert list(plan.image_urls) == [CAT, DOG]
 
 
-@pytest.mark.one_json_mode
 def test_a_client_that_sends_urls_lists_no_image() -> None:
     plan = adapters.prepare("openai-responses", "gpt-4o", image_history(), None)
     assert dict(plan.image_urls) == {}
 
 
-@pytest.mark.one_json_mode
 def test_the_request_carries_the_fetched_images_in_place_of_their_urls() -> None:
     plan = adapters.prepare("openai-chat", "gpt-4o", image_history(), None)
     fetched = {CAT: "data:image/png;base64,Q0FU", DOG: "data:image/png;base64,RE9H"}
@@ -72,7 +68,6 @@ def test_the_request_carries_the_fetched_images_in_place_of_their_urls() -> None
     assert plan.messages == tuple(image_history())  # the plan itself is unchanged
 
 
-@pytest.mark.one_json_mode
 def test_an_empty_history_is_refused_after_every_config_error() -> None:
     with pytest.raises(UnsupportedParameterError):
         adapters.prepare("openai-responses", "gpt-4o", [], {"temperature": "hot"})
@@ -84,7 +79,6 @@ def test_an_empty_history_is_refused_after_every_config_error() -> None:
         adapters.build_request("openai-responses", "gpt-4o", [], {"temperature": "hot"})
 
 
-@pytest.mark.one_json_mode
 def test_a_value_built_with_a_wrong_type_is_checked_like_a_dict() -> None:
     with pytest.raises(UnsupportedParameterError) as caught:
         adapters.prepare("openai-responses", "gpt-4o", HELLO,
@@ -92,7 +86,6 @@ def test_a_value_built_with_a_wrong_type_is_checked_like_a_dict() -> None:
     assert caught.value.parameter == "max_tokens"
 
 
-@pytest.mark.one_json_mode
 def test_an_unknown_key_warns_at_the_caller_or_raises_in_strict_mode() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -104,7 +97,6 @@ def test_an_unknown_key_warns_at_the_caller_or_raises_in_strict_mode() -> None:
     assert refused.value.parameter == "max_token"
 
 
-@pytest.mark.one_json_mode
 def test_the_trace_id_is_the_configs_except_on_a_gateways_client() -> None:
     config = {"trace_id": "run-1"}
     assert adapters.prepare("openai-responses", "gpt-4o", HELLO, config).trace_id == "run-1"
@@ -126,14 +118,12 @@ def test_the_plans_pipeline_reads_the_protocols_stream() -> None:
     assert events == list(adapters.decode("openai-responses", [body], strict=True))
 
 
-@pytest.mark.one_json_mode
 def test_the_plan_is_frozen() -> None:
     plan = adapters.prepare("openai-responses", "gpt-4o", HELLO, None)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         plan.model = "gpt-5"  # type: ignore[misc]
 
 
-@pytest.mark.one_json_mode
 def test_the_read_once_twins_left_the_public_surface() -> None:
     for name in ("build_read_request", "check_read_config"):
         assert name not in adapters.__all__

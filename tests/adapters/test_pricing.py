@@ -19,8 +19,6 @@ from adapters import ModelPricing
 from adapters._catalog import CATALOG, CatalogRow
 from mmsp_core.model import UsageMetadata
 
-pytestmark = pytest.mark.one_json_mode  # prices are arithmetic: no JSON is parsed
-
 ANTHROPIC = "https://api.anthropic.com"
 OPENAI = "https://api.openai.com/v1"
 MOONSHOT = "https://api.moonshot.cn/v1"

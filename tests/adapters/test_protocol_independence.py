@@ -15,12 +15,9 @@ import ast
 import importlib
 from pathlib import Path
 
-import pytest
 from test_protocol_purity import protocol_packages
 
 import adapters
-
-pytestmark = pytest.mark.one_json_mode
 
 ROOT = Path(adapters.__file__).parent.parent
 

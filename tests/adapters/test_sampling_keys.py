@@ -17,8 +17,6 @@ import adapters
 from adapters._sampling import SAMPLING_KEYS
 from mmsp_core import UnsupportedParameterError
 
-pytestmark = pytest.mark.one_json_mode
-
 MESSAGES = [{"role": "user", "content_items": [{"type": "text.done", "text": "Hi"}]}]
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 JSON_SCHEMA = {"type": "json_schema", "name": "answer", "schema": SCHEMA}

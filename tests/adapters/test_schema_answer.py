@@ -19,8 +19,6 @@ import adapters
 from adapters._schema_answer import MAX_SCHEMA_DEPTH, answer_for, value_for
 from mmsp_core.testing.strategies import hostile_json
 
-pytestmark = pytest.mark.one_json_mode
-
 _TYPES = {
     "string": lambda v: isinstance(v, str),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),

@@ -20,8 +20,6 @@ from hypothesis import strategies as st
 
 from adapters._sigv4 import sign
 
-pytestmark = pytest.mark.one_json_mode  # signatures: no JSON is parsed
-
 ROOT = Path(__file__).resolve().parents[2]
 UTC = datetime.UTC
 #: The credentials and moment of AWS's SigV4 test suite (get-vanilla, post-vanilla).

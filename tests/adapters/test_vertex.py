@@ -275,7 +275,6 @@ def test_any_arguments_streamed_in_parts_come_back_whole(
     assert json.loads(text) == arguments == done.arguments
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("path", "segments"),
     [("$.a", ("a",)), ("$.a.b[2]", ("a", "b", 2)), ("$['x y'][0]", ("x y", 0)),
@@ -286,7 +285,6 @@ def test_json_paths(path: str, segments: tuple[object, ...]) -> None:
     assert parse_json_path(path) == segments
 
 
-@pytest.mark.one_json_mode
 def test_the_recordings_are_fixtures_with_their_expected_output() -> None:
     for case in ("vertex-partial-args-streaming", "vertex-partial-args-no-args-call"):
         assert (FIXTURES / "google-genai" / f"{case}.sse").is_file()
@@ -307,7 +305,6 @@ def vertex_plan(model: str, messages: list[UniMessage], config: Any = None) -> A
     return on_vertex(adapters.prepare("google-genai", model, messages, config), "my proj")
 
 
-@pytest.mark.one_json_mode
 def test_generate_content_goes_to_vertex_v1beta1_under_the_project() -> None:
     request = vertex_plan("gemini-3.8-flash", [QUESTION]).request({})
     assert request.path == ("/v1beta1/projects/my%20proj/locations/global/publishers/google/"
@@ -316,7 +313,6 @@ def test_generate_content_goes_to_vertex_v1beta1_under_the_project() -> None:
     assert request.body == gemini.body and request.headers == gemini.headers
 
 
-@pytest.mark.one_json_mode
 def test_an_embedding_is_one_embed_content_call_of_one_content() -> None:
     request = vertex_plan("gemini-embedding-2", [QUESTION],
                           {"embedding_config": {"dimensions": 8}}).request({})
@@ -328,7 +324,6 @@ def test_an_embedding_is_one_embed_content_call_of_one_content() -> None:
     }
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("base_url", "location"),
     [("https://aiplatform.googleapis.com", "global"),
@@ -345,7 +340,6 @@ def test_a_regional_host_calls_its_own_region(base_url: str | None, location: st
             plan.request({}).path)
 
 
-@pytest.mark.one_json_mode
 def test_two_messages_to_vertex_embeddings_are_refused_before_the_request() -> None:
     plan = vertex_plan("gemini-embedding-2", [QUESTION, UniMessage.user("Rain?")])
     with pytest.raises(UnsupportedParameterError) as caught:
@@ -379,7 +373,6 @@ def test_a_token_count_that_is_no_whole_number_is_malformed(statistics: Any) -> 
     assert isinstance(error, MalformedEventError)
 
 
-@pytest.mark.one_json_mode
 def test_a_protocol_vertex_does_not_serve_is_refused() -> None:
     plan = adapters.prepare("openai-chat", "gpt-x", [QUESTION], None)
     with pytest.raises(UnsupportedOperationError):
@@ -391,7 +384,6 @@ def test_a_protocol_vertex_does_not_serve_is_refused() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("client_type", "base_url", "api_key", "vertex"),
     [
@@ -411,7 +403,6 @@ def test_vertex_detection(client_type: str, base_url: str | None, api_key: str |
     assert is_vertex(client_type, base_url, api_key) is vertex
 
 
-@pytest.mark.one_json_mode
 def test_vertex_routes_use_the_clouds_credentials_never_the_gemini_key() -> None:
     environ = {"GEMINI_API_KEY": "AIza-env-key", "GEMINI_BASE_URL": "http://elsewhere"}
     assert credentials("google-genai", KEY, None, environ) == (
@@ -424,7 +415,6 @@ def test_vertex_routes_use_the_clouds_credentials_never_the_gemini_key() -> None
     assert auth_headers("google-genai", None, "https://aiplatform.googleapis.com") == ()
 
 
-@pytest.mark.one_json_mode
 def test_vertex_hosts_and_keys_are_no_longer_refused_on_google_genai() -> None:
     check_endpoint("google-genai", "gemini-3.8-flash", "https://aiplatform.googleapis.com", KEY)
     check_endpoint("google-genai", "gemini-3.8-flash", "http://127.0.0.1:9", KEY)
@@ -436,7 +426,6 @@ def test_vertex_hosts_and_keys_are_no_longer_refused_on_google_genai() -> None:
     assert "private" not in str(caught.value)
 
 
-@pytest.mark.one_json_mode
 def test_credential_sources_in_order() -> None:
     environ = {"GOOGLE_APPLICATION_CREDENTIALS": "/keys/sa.json", "HOME": "/home/u",
                "GOOGLE_CLOUD_PROJECT": "env-project"}
@@ -456,14 +445,12 @@ def test_credential_sources_in_order() -> None:
     assert "GOOGLE_APPLICATION_CREDENTIALS" in str(caught.value)
 
 
-@pytest.mark.one_json_mode
 def test_an_api_key_on_vertex_is_refused_without_quoting_it() -> None:
     with pytest.raises(UnsupportedOperationError) as caught:
         vertex_source("google-genai", "AIza-not-a-service-account-key", {})
     assert "AIza" not in str(caught.value) and "service-account" in str(caught.value)
 
 
-@pytest.mark.one_json_mode
 def test_the_source_never_shows_the_key_in_its_repr() -> None:
     assert "PRIVATE" not in repr(vertex_source("google-genai", KEY, {}))
 
@@ -524,7 +511,6 @@ def test_the_project_comes_from_the_key_then_the_environment_then_the_quota_proj
     assert caught.value.api_key_env == "GOOGLE_CLOUD_PROJECT"
 
 
-@pytest.mark.one_json_mode
 def test_a_vertex_request_carries_no_key_header() -> None:
     request = vertex_plan("gemini-3.8-flash", [QUESTION]).request({})
     assert all(name.lower() not in ("x-goog-api-key", "authorization")

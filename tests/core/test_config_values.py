@@ -34,8 +34,6 @@ from mmsp_core import (
 )
 from mmsp_core.testing.strategies import hostile_json, response_formats
 
-pytestmark = pytest.mark.one_json_mode
-
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 MESSAGES = [{"role": "user", "content_items": [{"type": "text.done", "text": "Hi"}]}]
 

@@ -31,8 +31,6 @@ from mmsp_core.eventstream import (
 )
 from mmsp_core.testing.strategies import chunked
 
-pytestmark = pytest.mark.one_json_mode  # bytes and headers: no JSON is parsed
-
 # (messages in order, then the error as (class name, str(error)) or None)
 Outcome = tuple[list[EventStreamMessage], tuple[str, str] | None]
 

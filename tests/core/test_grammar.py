@@ -161,17 +161,7 @@ BROKEN: dict[str, Callable[[list[UniEvent]], list[UniEvent]]] = {
 }
 
 
-#: The broken streams whose check parses JSON (a stop's or a tool call's): the others run in one
-#: JSON mode (tests/conftest.py checks both sides).
-PARSES_JSON = frozenset({
-    "items on the stop", "only deltas, no stop", "stop with an unknown finish reason",
-    "stop without created_at", "stop without finish reason", "stop without usage",
-    "tool arguments differ", "tool arguments that do not parse", "two stops",
-})
-BROKEN_RULES = [
-    pytest.param(rule, marks=[] if rule in PARSES_JSON else [pytest.mark.one_json_mode])
-    for rule in sorted(BROKEN)
-]
+BROKEN_RULES = sorted(BROKEN)
 
 
 @pytest.mark.parametrize("rule", BROKEN_RULES)

@@ -750,7 +750,6 @@ def test_a_first_call_fragment_without_headers_is_refused_even_when_it_holds_a_s
     assert "must carry the name and the tool_call_id" in str(error)
 
 
-@pytest.mark.one_json_mode
 def test_an_item_may_not_grow_past_max_item_size() -> None:
     ok = [delta(TextDelta("12345")), delta(TextDelta("67890"))]
     out, error = direct([*ok, STOP], max_item_size=10)
@@ -775,7 +774,6 @@ def _finalizer() -> StreamItems:
     return StreamItems(client="c", clock=ticking())
 
 
-@pytest.mark.one_json_mode
 def test_wrong_order_of_calls_raises_runtime_error() -> None:
     finalizer = _finalizer()
     with pytest.raises(RuntimeError):
@@ -793,7 +791,6 @@ def test_wrong_order_of_calls_raises_runtime_error() -> None:
         finalizer.close()
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("method", ["push", "end", "close"])
 def test_every_call_after_an_error_raises_runtime_error(method: str) -> None:
     finalizer = _finalizer()
@@ -808,7 +805,6 @@ def test_every_call_after_an_error_raises_runtime_error(method: str) -> None:
         call()
 
 
-@pytest.mark.one_json_mode
 def test_a_close_that_raises_poisons_the_finalizer() -> None:
     finalizer = _finalizer()
     finalizer.end()

@@ -114,7 +114,6 @@ def test_input_ending_before_the_stop_is_an_incomplete_stream() -> None:
     assert error.missing == ("usage_metadata", "finish_reason")
 
 
-@pytest.mark.one_json_mode
 def test_calls_after_an_error_raise_runtime_error() -> None:
     finalizer = PassThrough(client="mmsp", clock=lambda: 0)
     with pytest.raises(MalformedEventError):
@@ -125,7 +124,6 @@ def test_calls_after_an_error_raise_runtime_error() -> None:
         finalizer.end()
 
 
-@pytest.mark.one_json_mode
 def test_close_before_end_raises_runtime_error() -> None:
     finalizer = PassThrough(client="mmsp", clock=lambda: 0)
     with pytest.raises(RuntimeError):
@@ -307,13 +305,11 @@ def test_a_broken_rule_is_rejected_at_its_position(case: tuple[list[UniEvent], i
         assert_stream_grammar(events)
 
 
-@pytest.mark.one_json_mode
 def test_a_stream_without_stop_is_incomplete_whatever_it_holds() -> None:
     out, error = pass_through([])
     assert (out, type(error)) == ([], IncompleteStreamError)
 
 
-@pytest.mark.one_json_mode
 def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
     deep: Any = {}
     for _ in range(100_000):
@@ -332,7 +328,6 @@ def test_a_done_nested_too_deeply_to_compare_is_malformed_not_a_crash() -> None:
     assert out == events[:1]
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize("growing", ["hi", ""])
 def test_a_fragment_is_judged_as_the_delta_event_it_stands_for(growing: str) -> None:
     fragment = Fragment(TEXT, growing, "0")
@@ -427,7 +422,6 @@ def test_a_servers_surrogates_are_repaired_in_every_field(events: list[UniEvent]
     assert list(adapters.decode("mmsp", [server_body(events)])) == out
 
 
-@pytest.mark.one_json_mode
 def test_a_pair_split_across_two_deltas_becomes_one_character() -> None:
     events = [at(TextDelta("ab\ud83d")), at(TextDelta("\ude00cd")), at(TextDelta("\ud83d")),
               at(TextDelta("\ude00")), at(TextDone("ab\U0001f600cd\U0001f600")),

@@ -106,7 +106,6 @@ def test_need_data_until_eof_then_end_forever() -> None:
         assert pipeline.next_event() is END
 
 
-@pytest.mark.one_json_mode
 def test_receive_data_or_eof_after_eof_raises_runtime_error() -> None:
     pipeline = new()
     pipeline.receive_eof()
@@ -231,7 +230,6 @@ class _Scripted:
         return self.tail
 
 
-@pytest.mark.one_json_mode
 def test_machine_finish_events_are_finalized_before_the_stop() -> None:
     machine = _Scripted([UniEvent("delta", (TextDelta("!"),)), STOP])
     pipeline = StreamPipeline(machine, client="scripted", clock=ticking())
@@ -242,7 +240,6 @@ def test_machine_finish_events_are_finalized_before_the_stop() -> None:
     assert [e.created_at for e in events] == [1000, 1001, 1002, 1003, 1004]
 
 
-@pytest.mark.one_json_mode
 def test_a_machine_error_comes_at_its_position() -> None:
     def make() -> StreamPipeline:
         return StreamPipeline(_Scripted([STOP], fail_on="bad"), client="s", clock=ticking())

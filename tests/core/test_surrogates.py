@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,7 +54,6 @@ def encodable(events: list[UniEvent]) -> bool:
     return all(json.dumps(to_wire(e), ensure_ascii=False).encode("utf-8") for e in events)
 
 
-@pytest.mark.one_json_mode
 def test_a_pair_split_across_two_fragments_becomes_one_character() -> None:
     events = finalize(TextDelta("ab\ud83d"), TextDelta("\ude00cd"))
     texts, done = fragments_and_done(events)
@@ -65,21 +63,18 @@ def test_a_pair_split_across_two_fragments_becomes_one_character() -> None:
     assert_stream_grammar(events)
 
 
-@pytest.mark.one_json_mode
 def test_a_fragment_that_is_only_a_high_surrogate_emits_nothing_yet() -> None:
     texts, done = fragments_and_done(finalize(TextDelta("\ud83d"), TextDelta("\ude00")))
     assert texts == ["\U0001f600"]
     assert done.text == "\U0001f600"
 
 
-@pytest.mark.one_json_mode
 def test_lone_surrogates_elsewhere_become_replacement_characters() -> None:
     texts, done = fragments_and_done(finalize(TextDelta("\ude00x"), TextDelta("y\ud83dz")))
     assert texts == ["\ufffdx", "y\ufffdz"]
     assert done.text == "\ufffdxy\ufffdz"
 
 
-@pytest.mark.one_json_mode
 def test_a_high_surrogate_held_when_the_item_ends_is_one_more_fragment() -> None:
     events = finalize(TextDelta("hi\ud83d", {"item_id": "a"}),
                       ThinkingDelta("next", {"item_id": "b"}))
@@ -101,7 +96,6 @@ def test_tool_call_arguments_are_repaired_before_and_after_parsing() -> None:
     assert done.arguments == {"\ufffd": ["\ufffd"]}
 
 
-@pytest.mark.one_json_mode
 def test_fidelity_strings_are_repaired() -> None:
     events = finalize(ThinkingDelta("t", {"item_id": "0", "signature": "s\ud800g"}),
                       TextDelta("answer", {"item_id": "1"}))
@@ -138,7 +132,6 @@ _surrogate_text = st.lists(
 ).map("".join)
 
 
-@pytest.mark.one_json_mode
 @given(st.lists(_surrogate_text, min_size=1, max_size=6).filter(lambda pieces: "".join(pieces)))
 def test_every_public_event_encodes_and_done_is_the_join(pieces: list[str]) -> None:
     events = finalize(*(TextDelta(p) for p in pieces))

@@ -285,7 +285,6 @@ async def test_list_models_is_refused_on_vertex() -> None:
     assert not sim.requests
 
 
-@pytest.mark.one_json_mode
 def test_without_google_auth_the_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "google.auth.jwt", None)
     with pytest.raises(UnsupportedOperationError) as caught:
@@ -294,7 +293,6 @@ def test_without_google_auth_the_client_names_the_extra(monkeypatch: pytest.Monk
     assert "pip install 'mmsp-sansio[vertex]'" in str(caught.value)
 
 
-@pytest.mark.one_json_mode
 def test_an_api_key_on_a_vertex_host_is_refused_when_the_client_is_built() -> None:
     with pytest.raises(UnsupportedOperationError) as caught:
         AutoLLMClient("gemini-3.8-flash", client_type="google-genai", api_key="AIza-key-0123",

@@ -254,7 +254,6 @@ async def test_an_error_echoing_the_refresh_token_shows_none_of_it(tmp_path: Pat
     assert_hidden(caught.value, USER["refresh_token"], USER["client_secret"])
 
 
-@pytest.mark.one_json_mode
 def test_without_google_auth_a_vertex_client_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -265,7 +264,6 @@ def test_without_google_auth_a_vertex_client_names_the_extra(
     assert "pip install 'mmsp-sansio[vertex]'" in str(caught.value)
 
 
-@pytest.mark.one_json_mode
 @pytest.mark.parametrize(
     ("client_type", "base_url", "api_key"),
     [("google-genai", "https://generativelanguage.googleapis.com", "AIza-key"),
