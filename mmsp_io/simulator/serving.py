@@ -9,7 +9,6 @@ import contextlib
 import hmac
 import json
 import os
-import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Final, final
 
@@ -17,6 +16,7 @@ import anyio
 import attrs
 
 import adapters
+from adapters.testing import split_events
 
 from .. import httpserver
 from . import faults
@@ -51,21 +51,6 @@ class _Response:
     event_stream: bool
     #: What a reply's fault makes of the body, played instead of ``chunks``.
     steps: list[faults.Step] | None = None
-
-
-_BLANK_LINE: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-
-
-def _sse_events(body: bytes) -> list[bytes]:
-    """Split an event-stream body after each blank line (an unterminated tail stays whole), in
-    one pass over it."""
-    events, start = [], 0
-    for blank in _BLANK_LINE.finditer(body):
-        events.append(body[start : blank.end()])
-        start = blank.end()
-    if start < len(body):
-        events.append(body[start:])
-    return events
 
 
 def _split(data: bytes, size: int) -> list[bytes]:
@@ -314,7 +299,7 @@ class Simulator:
         # A binary framing (Bedrock's event stream) is written as an SSE stream is: by event.
         framing = adapters.PROTOCOLS[protocol].traits.framing
         event_stream = content_type.startswith(EVENT_STREAM) or framing is not None
-        events = framing.frames if framing is not None else _sse_events
+        events = framing.frames if framing is not None else split_events
         if reply.error_after is not None:
             body = b"".join(events(body)[: reply.error_after]) + dialect.stream_error
         chunk_size = reply.chunk_size or self.chunk_size
