@@ -28,6 +28,8 @@ conventions for an inference or embeddings span:
   (response and thoughts) and ``gen_ai.usage.reasoning.output_tokens`` (thoughts);
 - on an error: ``error.type``, the error's class (``ProviderHTTPError``, ``AbortedError``,
   ...), and the status ERROR described by that name only (an error's text may quote content);
+  a stream cancelled from outside (the gateway stops the calls it aborts so) is an
+  ``AbortedError`` too;
 - at the end of a client span: ``mmsp.attempts``, the attempts the attempt loop made
   (``mmsp_io._attempts``; retries and a renewed credential each count);
 - on a gateway span, once the row serving the request is known: ``mmsp.gateway.row``, its
@@ -63,7 +65,7 @@ import attrs
 
 from adapters import protocol_traits
 from adapters.clients import client_spec, telemetry_provider
-from mmsp_core.errors import UnsupportedOperationError
+from mmsp_core.errors import AbortedError, UnsupportedOperationError
 from mmsp_core.messages import concat_uni_events_to_uni_message
 from mmsp_core.model import (
     DoneItem,
@@ -256,11 +258,13 @@ class Spans:
                     elif self._record_content and isinstance(event.content_items[0], DoneItem):
                         done.append(event)
                     yield event
+        except anyio.get_cancelled_exc_class():
+            # Stopped from outside (a cancel scope, as the gateway stops a call it aborts):
+            # named as the library names an abort.
+            _failed(span, AbortedError.__name__)
+            raise
         except Exception as exc:
-            from opentelemetry.trace import Status, StatusCode
-
-            span.set_attribute("error.type", type(exc).__name__)
-            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            _failed(span, type(exc).__name__)
             raise
         finally:
             if calls:
@@ -286,6 +290,14 @@ class Spans:
             if call.plan.config.system_prompt is not None:
                 span.set_attribute("gen_ai.system_instructions", _json(
                     [{"type": "text", "content": call.plan.config.system_prompt}]))
+
+
+def _failed(span: Span, error_type: str) -> None:
+    """Mark ``span`` as ended by an error of class ``error_type`` (``error.type``)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("error.type", error_type)
+    span.set_status(Status(StatusCode.ERROR, error_type))
 
 
 def _with_trace_context(headers: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

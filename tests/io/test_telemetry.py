@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any
 
+import anyio
 import attrs
 import httpx
 import pytest
@@ -233,6 +234,25 @@ async def test_span_ends_when_the_consumer_stops_early(
     assert "error.type" not in span.attributes
     assert "gen_ai.response.finish_reasons" not in span.attributes
     assert [event.name for event in span.events] == ["mmsp.first_event"]
+
+
+@pytest.mark.anyio
+async def test_a_stream_cancelled_from_outside_ends_its_span_as_aborted(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
+    """A cancel scope around the stream (how the gateway stops a call it aborts) ends the span
+    with ``error.type`` AbortedError, as an abort signal's own error does."""
+    async with (Simulator.running(Reply.text(ANSWER, fragment_size=2, delay=0.05)) as sim,
+                chat_client(sim, provider) as client):
+        with anyio.CancelScope() as scope:
+            async with aclosing(client.streaming_response([UniMessage.user(QUESTION)])) as events:
+                await anext(events)
+                scope.cancel()
+                await anext(events)
+    span = one_span(exporter)
+    assert span.end_time is not None and span.attributes is not None
+    assert span.attributes["error.type"] == "AbortedError"
+    assert span.status.status_code == StatusCode.ERROR
 
 
 @pytest.mark.anyio
