@@ -88,13 +88,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "first_please: a long test, handed out first")
 
 
-def _suite_module(path: Path) -> tuple[str, str]:
-    """``(suite, "suite/test_x.py")`` of a test module's path ("" outside ``tests/``)."""
+def _suite(path: Path) -> str:
+    """The first part of a test module's path under ``tests/``: its suite's directory, or the
+    module's own name for a top-level one ("" outside ``tests/``)."""
     try:
-        parts = path.resolve().relative_to(TESTS).parts
+        return path.resolve().relative_to(TESTS).parts[0]
     except ValueError:
-        return "", ""
-    return parts[0], "/".join(parts)
+        return ""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -103,21 +103,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     commands checked in subprocesses); the order within each stays as collected."""
 
     def rank(item: pytest.Item) -> tuple[bool, bool]:
-        top_level = _suite_module(item.path)[0].startswith("test_")
+        top_level = _suite(item.path).startswith("test_")
         return item.get_closest_marker("first_please") is None, not top_level
 
     items.sort(key=rank)
 
 
 @pytest.fixture(autouse=True)
-def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The JSON backend of a test of ``JSON_SUITES`` (``MMSP_TEST_JSON_MODE``, else jsonlib's
-    default), and the check of the module docstring on every text the test parsed."""
-    if _suite_module(request.path)[0] not in JSON_SUITES:
-        yield jsonlib.backend()
+def json_backend(request: pytest.FixtureRequest) -> Iterator[None]:
+    """For a test of ``JSON_SUITES``: its JSON backend (``MMSP_TEST_JSON_MODE``, else
+    jsonlib's default), and the check of the module docstring on every text it parsed."""
+    if _suite(request.path) not in JSON_SUITES:
+        yield
         return
+    previous = jsonlib.backend()  # installs the default, so ``parse`` is a backend's own
     chosen = os.environ.get("MMSP_TEST_JSON_MODE")
-    previous = jsonlib.backend()
     if chosen:
         jsonlib.use_backend(chosen)
     parse = jsonlib.loads
@@ -130,7 +130,7 @@ def json_backend(request: pytest.FixtureRequest) -> Iterator[str]:
 
     jsonlib.loads = loads
     try:
-        yield jsonlib.backend() if chosen is None else chosen
+        yield
     finally:
         jsonlib.use_backend(previous)
     _check_every_backend_agrees(list(texts), request.node.nodeid)
