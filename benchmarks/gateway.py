@@ -79,11 +79,11 @@ _CLK_TCK: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 @dataclass(frozen=True)
 class Relay:
     """One thing the load streams through: its row name, the base URL a client of
-    ``client_type`` is given, the process whose CPU is read (``None``: the load's own), the
-    model of each body (``burst``, ``short``) and the key a caller carries."""
+    ``client_type`` is given for each body (``burst``, ``short``), the process whose CPU is
+    read (``None``: the load's own), the model of each body and the key a caller carries."""
 
     name: str
-    url: str
+    urls: dict[str, str]
     client_type: str
     pid: int | None
     models: dict[str, str]
@@ -121,7 +121,7 @@ class _Load:
         self.short = short
         self.messages = consumers._question()
         self.clients = {
-            kind: AutoLLMClient(model, api_key=spec["key"], base_url=spec["url"],
+            kind: AutoLLMClient(model, api_key=spec["key"], base_url=spec["urls"][kind],
                                 client_type=spec["client_type"], max_retries=0)
             for kind, model in spec["models"].items()
         }
@@ -167,7 +167,7 @@ class _Load:
                 failures.append(f"{type(exc).__name__}: {exc}")
 
         waves = max(1, math.ceil(samples / streams))
-        relay, wall = self.relay_cpu(), time.perf_counter()
+        relay, own, wall = self.relay_cpu(), time.process_time(), time.perf_counter()
         for _ in range(waves):
             with anyio.fail_after(WAVE_TIMEOUT):
                 async with anyio.create_task_group() as tasks:
@@ -175,7 +175,8 @@ class _Load:
                         tasks.start_soon(one)
         done = waves * streams - len(failures)
         return {"streams": streams, "waves": waves, "wall": time.perf_counter() - wall,
-                "relay_cpu": self.relay_cpu() - relay, "deltas": done * self.short.n,
+                "relay_cpu": self.relay_cpu() - relay, "load_cpu": time.process_time() - own,
+                "deltas": done * self.short.n,
                 "completed": done, "failed": len(failures), "first": firsts,
                 "error": failures[0] if failures else None}
 
@@ -196,7 +197,7 @@ class _Load:
 
 def load_main(spec_text: str) -> None:
     """``python -P -m benchmarks.gateway --load SPEC``: run the load of ``SPEC`` (JSON: the
-    relay's ``url``, ``client_type``, ``pid``, ``models``, ``key``, and the ``burst`` and ``short``
+    relay's ``urls``, ``client_type``, ``pid``, ``models``, ``key``, and the ``burst`` and ``short``
     bodies, ``rounds``, ``concurrency``, ``samples``) under asyncio; print its JSON, or an
     ``error``."""
     import anyio
@@ -392,7 +393,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def _load(args: argparse.Namespace, relay: Relay, paths: dict[str, str],
           concurrency: Sequence[int]) -> dict[str, Any]:
     """One load process over ``relay`` (module doc, step 3); its JSON, or an ``error``."""
-    spec = {"url": relay.url, "client_type": relay.client_type, "pid": relay.pid,
+    spec = {"urls": relay.urls, "client_type": relay.client_type, "pid": relay.pid,
             "models": relay.models, "key": relay.key, "burst": paths["burst"],
             "short": paths["short"], "rounds": args.burst_rounds, "concurrency": list(concurrency),
             "samples": args.samples}
@@ -421,11 +422,12 @@ def _relays(args: argparse.Namespace, stack: contextlib.ExitStack, work: Path,
         yield "MMSP gateway", f"did not start: {exc}"
         return
     models = {kind: kind for kind in upstream}
-    yield "mmsp", Relay(f"MMSP gateway ({args.backend}), `POST /v1/stream`",
-                        f"{origin}/v1", "mmsp", pid, models)
+    urls = dict.fromkeys(upstream, f"{origin}/v1")
+    yield "mmsp", Relay(f"MMSP gateway ({args.backend}), `POST /v1/stream`", urls, "mmsp",
+                        pid, models)
     if not args.no_doors:
-        yield "door", Relay(f"MMSP gateway ({args.backend}), Chat Completions door",
-                            f"{origin}/v1", PROTOCOL, pid, models)
+        yield "door", Relay(f"MMSP gateway ({args.backend}), Chat Completions door", urls,
+                            PROTOCOL, pid, models)
     if args.no_litellm:
         return
     name = "LiteLLM proxy"
@@ -441,7 +443,8 @@ def _relays(args: argparse.Namespace, stack: contextlib.ExitStack, work: Path,
     except (OSError, RuntimeError) as exc:
         yield name, f"did not start: {exc}"
         return
-    yield name, Relay(name, f"{origin}/v1", PROTOCOL, pid, models, LITELLM_KEY)
+    yield name, Relay(name, dict.fromkeys(upstream, f"{origin}/v1"), PROTOCOL, pid, models,
+                      LITELLM_KEY)
 
 
 def _cells(args: argparse.Namespace, relay: Relay) -> list[int]:
@@ -464,9 +467,9 @@ def measure(args: argparse.Namespace, work: Path) -> list[tuple[str, dict[str, A
         origin = stack.enter_context(server.running(work))
         upstream = {kind: consumers.body_url(origin, bodies.load(path), "event")
                     for kind, path in paths.items()}
-        direct = Relay(f"direct `AutoLLMClient` ({PROTOCOL})", upstream["burst"], PROTOCOL,
-                       None, {"burst": "bench"})
-        rows.append((direct.name, _load(args, direct, paths, [])))
+        direct = Relay(f"direct `AutoLLMClient` ({PROTOCOL})", upstream, PROTOCOL, None,
+                       dict.fromkeys(upstream, "bench"))
+        rows.append((direct.name, _load(args, direct, paths, args.concurrency)))
         for name, relay in _relays(args, stack, work, upstream):
             if isinstance(relay, str):
                 rows.append((name, {"error": relay}))
@@ -501,23 +504,26 @@ def _burst_rows(rows: Sequence[tuple[str, dict[str, Any]]],
 
 def _cell_rows(rows: Sequence[tuple[str, dict[str, Any]]],
                args: argparse.Namespace) -> list[list[str]]:
-    """The concurrency table's rows, a cell a relay left out (``_cells``) said so."""
+    """The concurrency table's rows, a cell a relay left out (``_cells``) said so; the direct
+    row (the first) has no relay, its streams cost only the load's CPU."""
     lines = []
-    for name, result in rows[1:]:
+    for name, result in rows:
         if "error" in result:
             continue
         by_streams = {c["streams"]: c for c in result["cells"]}
         for streams in args.concurrency:
             if (c := by_streams.get(streams)) is None:
-                lines.append([name, str(streams), "left out under --quick", "", "", "", ""])
+                lines.append([name, str(streams), "left out under --quick", "", "", "", "", ""])
                 continue
             firsts = c["first"]
             p50, p99 = ((f"{_percentile(firsts, q) * 1e3:.1f} ms" for q in (0.5, 0.99))
                         if firsts else ("—", "—"))
-            per_stream = c["relay_cpu"] / c["completed"] * 1e3 if c["completed"] else math.nan
+            done = c["completed"] or math.nan
+            relay_cpu = ("—" if result is rows[0][1]
+                         else f"{c['relay_cpu'] / done * 1e3:.2f} ms")
             failed = f"{c['failed']} ({c['error'][:80]})" if c["failed"] else "0"
             lines.append([name, str(streams), f"{c['deltas'] / c['wall']:,.0f}", p50, p99,
-                          f"{per_stream:.2f} ms", failed])
+                          relay_cpu, f"{c['load_cpu'] / done * 1e3:.2f} ms", failed])
     return lines
 
 
@@ -530,7 +536,8 @@ def tables(rows: Sequence[tuple[str, dict[str, Any]]], args: argparse.Namespace)
         "", f"### Concurrent short answers ({args.short_n} deltas each; {args.samples} streams "
         "per cell at least)", "",
         *report._table(["relay", "streams at once", "deltas/s", "first event p50",
-                        "first event p99", "relay CPU per stream", "failed"],
+                        "first event p99", "relay CPU per stream", "load CPU per stream",
+                        "failed"],
                        _cell_rows(rows, args)), ""]
 
 
