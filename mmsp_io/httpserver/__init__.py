@@ -28,9 +28,13 @@ runs a loop of exchanges:
    lingering: a client that trickles a request holds the connection for a bounded time only.
 2. *Call* ``handler(request, response)``. The handler writes the answer through ``response``:
    ``start`` the head, ``send`` body bytes (a body without ``content-length`` goes out chunked:
-   an event stream is a series of ``send`` calls), then ``end``; or ``respond`` for a whole
-   body at once; or ``cut`` to close the connection mid-body on purpose. A handler that returns
-   without ending its response has it ended; one that started nothing gets a 500.
+   an event stream is a series of ``send`` calls), then ``end``, which may carry the last
+   bytes; or ``respond`` for a whole body at once; or ``cut`` to close the connection mid-body
+   on purpose. A handler that returns without ending its response has it ended; one that
+   started nothing gets a 500. Each call is one write to the socket: ``start(hold=True)``
+   keeps the head for the next call's write (an event stream's head goes with its first
+   event), ``end(data)`` sends the last bytes and the end of the body together, and
+   ``respond`` is one write.
 3. *Meanwhile a watcher reads the socket*. Bytes of a pipelined next request are kept for the
    next cycle (up to ``_connection._PIPELINE_BYTES``; then reading pauses). The client closing
    the socket, or a failed write, before the response is complete sets ``response.client_gone``

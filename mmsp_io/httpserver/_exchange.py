@@ -126,6 +126,8 @@ class Response:
         self._complete = False
         self._client_gone = False
         self._scope: anyio.CancelScope | None = None
+        #: The head ``start(hold=True)`` keeps for the next write.
+        self._held = b""
 
     @property
     def started(self) -> bool:
@@ -142,8 +144,12 @@ class Response:
         """Whether the client went away before the response was complete."""
         return self._client_gone
 
-    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+    async def start(
+        self, status: int, headers: Sequence[tuple[str, str]] = (), *, hold: bool = False
+    ) -> None:
         """Send the status line and ``headers``; without ``content-length`` the body is chunked.
+        With ``hold``, the head is kept and sent in one write with what the next ``send``,
+        ``end`` or ``cut`` sends (package doc, step 2).
 
         Raises:
             RuntimeError: the head was already sent.
@@ -152,7 +158,10 @@ class Response:
         if self._started:
             raise RuntimeError("the response was already started")
         self._started = True
-        await self._write(h11.Response(status_code=status, headers=list(headers)))
+        self._held = self._connection.conn.send(
+            h11.Response(status_code=status, headers=list(headers))) or b""
+        if not hold:
+            await self._write(b"")
 
     async def send(self, data: bytes) -> None:
         """Send ``data`` as body bytes (one chunk of a chunked body).
@@ -161,36 +170,56 @@ class Response:
             anyio.BrokenResourceError: the client went away (``client_gone`` is set).
         """
         if data:
-            await self._write(h11.Data(data=data))
+            await self._write(self._connection.conn.send(h11.Data(data=data)) or b"")
 
-    async def end(self) -> None:
-        """Complete the response. The client may close as soon as it has the last bytes, so
-        a failure to send them is no disconnect."""
+    async def end(self, data: bytes = b"") -> None:
+        """Complete the response, ``data`` its last body bytes, in one write. The client may
+        close as soon as it has the last bytes, so a failure to send the end alone is no
+        disconnect; one to send ``data`` is.
+
+        Raises:
+            anyio.BrokenResourceError: the client went away before ``data`` was sent
+                (``client_gone`` is set).
+        """
+        conn = self._connection.conn
+        last = (conn.send(h11.Data(data=data)) or b"") if data else b""
+        last += conn.send(h11.EndOfMessage()) or b""
+        if data or self._held:
+            await self._write(last)
+            self._complete = True
+            return
         self._complete = True
         with contextlib.suppress(*GONE):
-            await self._connection.write(h11.EndOfMessage())
+            await self._connection.stream.send(last)
 
     async def respond(
         self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
     ) -> None:
-        """Send a whole response: ``start`` with a ``content-length``, ``send``, ``end``."""
-        await self.start(status, [*headers, ("content-length", str(len(body)))])
-        await self.send(body)
-        await self.end()
+        """Send a whole response in one write: ``start`` with a ``content-length``, then
+        ``end`` with ``body``."""
+        await self.start(status, [*headers, ("content-length", str(len(body)))], hold=True)
+        await self.end(body)
 
     async def cut(self, *, reset: bool = False) -> None:
         """Close the connection now, the response incomplete (a deliberate cut, no disconnect);
-        with ``reset``, with a TCP reset (``SO_LINGER`` of 0) rather than an orderly close."""
+        with ``reset``, with a TCP reset (``SO_LINGER`` of 0) rather than an orderly close. A
+        head still held is sent first."""
         self._complete = True
         stream = self._connection.stream
+        if self._held:
+            with contextlib.suppress(*GONE):
+                await self._write(b"")
         raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None) if reset else None
         if raw is not None:
             raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         await stream.aclose()
 
-    async def _write(self, event: h11.Event) -> None:
+    async def _write(self, data: bytes) -> None:
+        """Send the held head, if any, and ``data`` in one write."""
+        if self._held:
+            data, self._held = self._held + data, b""
         try:
-            await self._connection.write(event)
+            await self._connection.stream.send(data)
         except GONE:
             self._client_left()
             raise

@@ -115,7 +115,11 @@ class _Output:
     def client_gone(self) -> bool:
         return self._client_gone
 
-    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+    async def start(
+        self, status: int, headers: Sequence[tuple[str, str]] = (), *, hold: bool = False
+    ) -> None:
+        """Send the head at once (``hold`` is the h11 core's: an ASGI server chooses when
+        its head is written)."""
         if self.started:
             raise RuntimeError("the response was already started")
         self.started = True
@@ -132,7 +136,13 @@ class _Output:
             raise anyio.ClosedResourceError
         await self._body.put(data)
 
-    async def end(self) -> None:
+    async def end(self, data: bytes = b"") -> None:
+        """Queue ``data``, the body's last bytes, and end the body with them.
+
+        Raises:
+            anyio.ClosedResourceError: the response was ended or cut.
+        """
+        await self.send(data)
         self.complete = self._ends = True
         self._body.close()
 
@@ -140,8 +150,7 @@ class _Output:
         self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
     ) -> None:
         await self.start(status, [*headers, ("content-length", str(len(body)))])
-        await self.send(body)
-        await self.end()
+        await self.end(body)
 
     async def cut(self) -> None:
         self.complete = True

@@ -18,7 +18,10 @@
    client (``Gateway._call``'s ``each_wait``). The *writer* takes every frame
    queued at once and sends them in one write of at most ``_STEP`` bytes, so that a busy
    server gets back to its other streams between writes; while no frame is ready it sends
-   ``: keep-alive`` every ``keepalive`` seconds.
+   ``: keep-alive`` every ``keepalive`` seconds. The head waits for the first bytes of the
+   body (``Output.start(hold=True)``: the first frames, or the first keep-alive) and the last
+   frames go out with the body's end (``Output.end``), each pair in one write: a short answer
+   is two writes to its caller.
 2. A caller that reads nothing blocks only its own writer: the buffer fills, then the producer
    waits, and no other stream is touched. A send that makes no progress for ``idle_timeout``
    seconds (frames go out in pieces of at most ``_PIECE`` bytes, each timed) aborts the
@@ -126,6 +129,11 @@ class Frames:
         """No more frames: ``take`` returns ``None`` once the queued ones are taken."""
         self._closed = True
         self._notify()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called: no frame will be queued any more."""
+        return self._closed
 
     @property
     def finished(self) -> bool:
@@ -237,7 +245,7 @@ async def stream(
     async with gateway._flight(row, out, key, request) as flight:
         if not encoding.deferred:
             flight.status = 200
-            await out.start(200, encoding.headers)
+            await out.start(200, encoding.headers, hold=True)
         frames = Frames(_BUFFERED_BYTES)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_produce, gateway, row, messages, config, flight, frames,
@@ -249,12 +257,13 @@ async def stream(
                 if refused is not None:
                     await out.respond(refused.status, refused.headers, refused.body)
                 else:
-                    await out.start(200, encoding.headers)
+                    await out.start(200, encoding.headers, hold=True)
                 flight.delivered = refused is not None
             if not flight.delivered:
                 flight.delivered = await _write(frames, out, flight, gateway.keepalive,
                                                 gateway.idle_timeout)
-            tasks.cancel_scope.cancel()
+            if not frames.closed:  # the writer stopped first: the caller left or was cut
+                tasks.cancel_scope.cancel()
 
 
 async def _produce(
@@ -366,5 +375,9 @@ class _Writer:
                     self.pending = data[start:]
                     return False
                 self.sending = True
-                await self.out.send(data[start : start + _PIECE])
+                piece = data[start : start + _PIECE]
+                if start + _PIECE >= len(data) and frames.finished:
+                    await self.out.end(piece)  # the last bytes and the body's end: one write
+                    return True
+                await self.out.send(piece)
                 self.sending = False

@@ -166,10 +166,14 @@ class _Stuck:
 
     client_gone = False
 
-    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+    async def start(self, status: int, headers: Sequence[tuple[str, str]] = (), *,
+                    hold: bool = False) -> None:
         assert status == 200
 
     async def send(self, data: bytes) -> None:
+        await anyio.sleep_forever()
+
+    async def end(self, data: bytes = b"") -> None:
         await anyio.sleep_forever()
 
     async def respond(self, status: int, headers: Sequence[tuple[str, str]] = (),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any, cast
 
 import anyio
+import h11
 import httpx
 import pytest
 
@@ -221,3 +223,81 @@ async def test_an_error_in_the_block_propagates_unwrapped() -> None:
     with pytest.raises(KeyError):
         async with serve(echo):
             raise KeyError("from the test")
+
+
+class _Writes:
+    """A connection's stream that records each write (one ``send`` is one write)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+class _FakeConnection:
+    """What a ``Response`` uses of its connection: h11's state after a request, and the
+    stream it writes to."""
+
+    def __init__(self) -> None:
+        self.conn = h11.Connection(h11.SERVER)
+        self.conn.receive_data(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        assert isinstance(self.conn.next_event(), h11.Request)
+        assert isinstance(self.conn.next_event(), h11.EndOfMessage)
+        self.stream = _Writes()
+
+
+def _response() -> tuple[Response, list[bytes]]:
+    connection = _FakeConnection()
+    return Response(cast(Any, connection)), connection.stream.writes
+
+
+def _client_reads(writes: list[bytes]) -> tuple[int, bytes, bool]:
+    """Status, body and whether the body ended, as a client reads the bytes written."""
+    client = h11.Connection(h11.CLIENT)
+    client.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
+    client.send(h11.EndOfMessage())
+    client.receive_data(b"".join(writes))
+    status, body, ended = 0, b"", False
+    while (event := client.next_event()) is not h11.NEED_DATA:
+        if isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            ended = True
+            break
+    return status, body, ended
+
+
+async def test_a_held_head_goes_with_the_first_bytes_and_end_carries_the_last() -> None:
+    response, writes = _response()
+    await response.start(200, [("content-type", "text/event-stream")], hold=True)
+    assert writes == []  # held
+    await response.send(b"data: 1\n\n")
+    await response.send(b"data: 2\n\n")
+    await response.end(b"data: [DONE]\n\n")
+    assert len(writes) == 3  # head and first chunk; second chunk; last chunk and the end
+    assert writes[0].startswith(b"HTTP/1.1 200 ") and writes[0].endswith(b"data: 1\n\n\r\n")
+    assert _client_reads(writes) == (200, b"data: 1\n\ndata: 2\n\ndata: [DONE]\n\n", True)
+    assert response.complete
+
+
+async def test_a_head_not_held_goes_at_once_and_respond_is_one_write() -> None:
+    response, writes = _response()
+    await response.start(200)
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200 ")
+    await response.end()
+    assert _client_reads(writes) == (200, b"", True) and len(writes) == 2
+
+    whole, whole_writes = _response()
+    await whole.respond(404, [("content-type", "text/plain")], b"no such thing")
+    assert len(whole_writes) == 1
+    assert _client_reads(whole_writes) == (404, b"no such thing", True)
+
+
+async def test_a_held_head_alone_goes_out_with_the_end() -> None:
+    ended, writes = _response()
+    await ended.start(204, hold=True)
+    await ended.end()
+    assert len(writes) == 1 and _client_reads(writes) == (204, b"", True)

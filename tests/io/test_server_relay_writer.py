@@ -34,12 +34,15 @@ class RecordingOutput:
         self.sent: list[bytes] = []
         self.stuck = stuck
         self.was_cut = False
+        #: Whether the body was ended, with the last bytes sent.
+        self.ended = False
 
     @property
     def client_gone(self) -> bool:
         return False
 
-    async def start(self, status: int, headers: Sequence[tuple[str, str]] = ()) -> None:
+    async def start(self, status: int, headers: Sequence[tuple[str, str]] = (), *,
+                    hold: bool = False) -> None:
         raise AssertionError("the writer sends no head")
 
     async def send(self, data: bytes) -> None:
@@ -47,6 +50,10 @@ class RecordingOutput:
             await anyio.sleep_forever()
         self.sent.append(data)
         await anyio.lowlevel.checkpoint()
+
+    async def end(self, data: bytes = b"") -> None:
+        await self.send(data)
+        self.ended = True
 
     async def respond(
         self, status: int, headers: Sequence[tuple[str, str]] = (), body: bytes = b""
@@ -77,6 +84,7 @@ async def test_every_frame_queued_goes_out_in_one_write() -> None:
     out = RecordingOutput()
     assert await _write(frames, out, flight(), NEVER, NEVER)
     assert out.sent == [b"".join(queued)]
+    assert out.ended  # the last frames and the body's end went out together
 
 
 async def test_one_write_holds_at_most_a_step_and_a_large_frame_goes_in_pieces() -> None:
