@@ -376,7 +376,7 @@ class Gateway:
 
         Raises:
             anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while
-                a whole answer or the stream's head was being sent.
+                a whole answer was being sent.
         """
         if self.telemetry is None:
             await self._handle(request, out, local_host)

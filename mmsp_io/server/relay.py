@@ -234,36 +234,51 @@ async def stream(
     request: Request,
 ) -> None:
     """Steps 1-3 of the module docstring for one accepted call of ``key`` to ``row``, tracked
-    by ``gateway`` (``Gateway._flight``) as ``request``'s. A deferred head (a front door's,
-    08 D73) is sent when the upstream answered: with the first frame, or as the whole
-    ``encoding.refusal`` when the call failed first.
-
-    Raises:
-        anyio.BrokenResourceError, anyio.ClosedResourceError: the caller went away while the
-            head was being sent.
-    """
+    by ``gateway`` (``Gateway._flight``) as ``request``'s: the producer runs in the request's
+    task, so the upstream request goes out in the step that read the caller's, and the writer
+    in a task of its own (``_deliver``). A deferred head (a front door's, 08 D73) is sent when
+    the upstream answered: with the first frame, or as the whole ``encoding.refusal`` when the
+    call failed first. A caller gone while the head was being sent ends the stream (the
+    output has seen it: ``client_gone``)."""
     async with gateway._flight(row, out, key, request) as flight:
         if not encoding.deferred:
             flight.status = 200
             await out.start(200, encoding.headers, hold=True)
         frames = Frames(_BUFFERED_BYTES)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_produce, gateway, row, messages, config, flight, frames,
-                             encoding)
-            if encoding.deferred:
-                await frames.ready()
-                refused = encoding.refusal
-                flight.status = 200 if refused is None else refused.status
-                if refused is not None:
-                    await out.respond(refused.status, refused.headers, refused.body)
-                else:
-                    await out.start(200, encoding.headers, hold=True)
-                flight.delivered = refused is not None
-            if not flight.delivered:
-                flight.delivered = await _write(frames, out, flight, gateway.keepalive,
-                                                gateway.idle_timeout)
-            if not frames.closed:  # the writer stopped first: the caller left or was cut
-                tasks.cancel_scope.cancel()
+            tasks.start_soon(_deliver, frames, out, flight, encoding, gateway,
+                             tasks.cancel_scope)
+            await _produce(gateway, row, messages, config, flight, frames, encoding)
+
+
+async def _deliver(
+    frames: Frames,
+    out: Output,
+    flight: Flight,
+    encoding: Encoding,
+    gateway: Gateway,
+    producing: anyio.CancelScope,
+) -> None:
+    """The writer's task (step 1): a deferred head once the upstream answered, then the frames
+    (``_write``); when it stops before the last frame (the caller left, or was cut for
+    idling), it cancels ``producing``, the scope of the producer's call."""
+    try:
+        if encoding.deferred:
+            await frames.ready()
+            refused = encoding.refusal
+            flight.status = 200 if refused is None else refused.status
+            if refused is not None:
+                await out.respond(refused.status, refused.headers, refused.body)
+            else:
+                await out.start(200, encoding.headers, hold=True)
+            flight.delivered = refused is not None
+        if not flight.delivered:
+            flight.delivered = await _write(frames, out, flight, gateway.keepalive,
+                                            gateway.idle_timeout)
+    except _GONE:  # the head's write; the output has seen the caller go
+        pass
+    if not frames.closed:
+        producing.cancel()
 
 
 async def _produce(
