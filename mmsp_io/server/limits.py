@@ -112,6 +112,14 @@ def _tokens(usage: UsageMetadata) -> int:
                                         usage.thoughts_tokens, usage.response_tokens))
 
 
+def _counted(usage: UsageMetadata) -> UsageMetadata:
+    """``usage`` with a negative count (an upstream's bug, or a hostile endpoint's) as 0: a
+    key's tokens and spend never go down."""
+    return UsageMetadata(*(None if count is None else max(count, 0)
+                           for count in (usage.cached_tokens, usage.prompt_tokens,
+                                         usage.thoughts_tokens, usage.response_tokens)))
+
+
 @final
 class Limiter:
     """The keys of ``config`` and their limits, counted in ``store`` (module doc).
@@ -200,11 +208,13 @@ class Limiter:
 
     async def settle(self, key: KeyRow | None, row: ModelRow, usage: UsageMetadata | None) -> None:
         """Count the tokens and the cost of a stream of ``key`` on ``row`` that ended having
-        reported ``usage`` (``None``: none arrived, nothing to count), in the windows holding
-        the clock's reading now. A store failure is logged and the counts lost (module doc).
+        reported ``usage`` (``None``: none arrived, nothing to count; a negative count counts
+        0), in the windows holding the clock's reading now. A store failure is logged and the
+        counts lost (module doc).
         """
         if key is None or usage is None or (key.tpm is None and key.budget is None):
             return
+        usage = _counted(usage)
         now = self._clock()
         checks = self._windows(key, now)
         amounts: dict[str, int | float] = {"tpm": _tokens(usage)}

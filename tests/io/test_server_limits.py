@@ -348,3 +348,19 @@ def test_a_store_url_that_is_not_redis_is_refused_at_start() -> None:
     config = configure(store={"redis_url": "http://127.0.0.1:9"})
     with pytest.raises(ConfigError, match=r"store\.redis_url is not a Redis URL"):
         open_store(config.store)
+
+
+async def test_negative_counts_from_an_upstream_give_no_tokens_or_dollars_back() -> None:
+    """An upstream that reports a negative count (a bug, or a hostile endpoint) counts it as
+    0: the key's tokens and spend never go down."""
+    config = configure({"name": "team", "key": "k", "tpm": 100,
+                        "budget": {"usd": 1.0, "period": "day"}, "models": ["fast"]})
+    limits = limiter(config, Clock())
+    key = limits.identify("k")
+    row = config.models[0]  # 1 USD per million prompt tokens, 2 per million output
+    await limits.settle(key, row, usage(prompt=99, response=1))
+    await limits.settle(key, row, usage(prompt=-1_000_000_000, response=0))
+    assert_429(await limits.admit(key), "tpm", 50)
+    await limits.settle(key, row, usage(prompt=-1_000_000_000, response=500_000))
+    refusal = await limits.admit(key)
+    assert refusal is not None and "budget of 1 USD per day" in refusal.message
