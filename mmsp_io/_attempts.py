@@ -304,6 +304,8 @@ class TraceStep:
     trace_id: str
     client: str
     model: str
+    #: The client's base URL, written in the trace (the trace page prices a turn by it).
+    base_url: str
     #: The client's key, redacted from the trace and the warning (08 D61).
     secret: str | None
     #: The cloud credentials whose secrets are redacted too, as they are when writing.
@@ -335,8 +337,8 @@ class TraceStep:
         secrets: tuple[str | None, ...],
     ) -> None:
         write = functools.partial(tracer.write_trace, self.root, self.trace_id, self.client,
-                                  self.model, history, call.plan.config, secrets=secrets,
-                                  turn=turn)
+                                  self.model, history, call.plan.config,
+                                  base_url=self.base_url, secrets=secrets, turn=turn)
         try:
             await anyio.to_thread.run_sync(write)
         except (OSError, MMSPError) as exc:

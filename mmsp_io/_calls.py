@@ -120,5 +120,5 @@ class CallMaker:
         if not trace_id:
             return None
         tracer.trace_files(self.trace_root, trace_id, self.client)
-        return TraceStep(self.trace_root, trace_id, self.client, self.model, self.api_key,
-                         self.authorizer)
+        return TraceStep(self.trace_root, trace_id, self.client, self.model, self.base_url,
+                         self.api_key, self.authorizer)

@@ -10,8 +10,10 @@ built saves them with its error and what had arrived (an aborted call saves noth
 Two files in the trace directory:
 
 - ``<dir>/<trace_id>.json``: ``{"history": [message, ...], "config": {<config> + "model"},
-  "timestamp": <local ISO-8601>}``, indent 2, UTF-8 with non-ASCII kept, bytes as base64; and
-  the turn's keys (``TURN_KEYS``; a file without them is read as before):
+  "base_url": <the client's base URL>, "timestamp": <local ISO-8601>}``, indent 2, UTF-8 with
+  non-ASCII kept, bytes as base64 (the trace page prices a turn by its model and base URL,
+  08 D75; a file without ``base_url`` has no cost there); and the turn's keys (``TURN_KEYS``;
+  a file without them is read as before):
 
   - ``outcome``: ``"stop"``, or ``"error"`` for a failed call;
   - ``error`` (failed calls only): the error's wire form, the object inside 03 §3's
@@ -197,12 +199,14 @@ def write_trace(
     history: Sequence[UniMessage],
     config: UniConfig,
     *,
+    base_url: str | None = None,
     secrets: Iterable[str | None] = (),
     turn: Mapping[str, Any] | None = None,
 ) -> None:
     """Write the two files of one turn (blocking: run it in a worker thread).
 
-    ``history`` is the request messages followed by the assistant message. ``turn`` holds the
+    ``history`` is the request messages followed by the assistant message; ``base_url`` is
+    the client's (``None``: not written). ``turn`` holds the
     turn's keys (``TURN_KEYS``, module doc), already JSON values. Each of ``secrets`` (the
     client's key, a cloud's tokens) is redacted from both files, whole and in part, should a
     message or an error quote it (08 D61).
@@ -218,6 +222,7 @@ def write_trace(
     document = {
         "history": [to_wire(message) for message in history],
         "config": config_json,
+        **({} if base_url is None else {"base_url": base_url}),
         "timestamp": now.isoformat(),
         **(turn or {}),
     }

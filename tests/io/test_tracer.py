@@ -28,6 +28,7 @@ from mmsp_core import (
 )
 from mmsp_io import AutoLLMClient
 from mmsp_io.tracer import trace_dir, trace_files, write_trace
+from mmsp_io.traces._summary import summary
 
 __all__ = ["clean_environment"]
 
@@ -167,6 +168,25 @@ async def test_a_traced_turn_is_written_before_the_stop(tmp_path: Path) -> None:
         pass
     second = json.loads(trace.read_text("utf-8"))
     assert len(second["history"]) == 4
+
+
+@pytest.mark.anyio
+async def test_a_trace_names_the_base_url_so_the_trace_page_prices_the_turn(
+    tmp_path: Path,
+) -> None:
+    priced = next(entry for entry in adapters.list_supported_models()
+                  if entry.pricing is not None and entry.client == "openai-responses")
+    client = AutoLLMClient(priced.model, client_type="openai-responses", api_key="k",
+                           base_url=priced.base_url, trace_dir=tmp_path,
+                           http_client=mock_client(lambda _: httpx.Response(200,
+                                                                            stream=Body(HELLO))))
+    async for _event in client.streaming_response([USER], {"trace_id": "priced"}):
+        pass
+    document = json.loads((tmp_path / "priced.json").read_text("utf-8"))
+    assert document["base_url"] == priced.base_url
+    assert priced.pricing is not None
+    assert summary(document)["cost"] == pytest.approx(adapters.price(USAGE, priced.pricing),
+                                                      abs=1e-6)
 
 
 @pytest.mark.anyio
