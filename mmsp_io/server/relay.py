@@ -198,7 +198,8 @@ class Encoding(Protocol):
 
 @final
 class MMSPStream:
-    """``POST /v1/stream``'s frames (07 §4): the head at once, each event as ``data: <json>``,
+    """``POST /v1/stream``'s frames (07 §4): the head whatever the call gives (status 200,
+    sent with the first frames or keep-alive: ``hold``), each event as ``data: <json>``,
     an error as one ``data: {"error": ...}`` frame, then ``data: [DONE]``; an aborted call
     writes ``[DONE]`` only. ``secret`` (the row's key) is redacted from an error that is no
     MMSP error."""
