@@ -186,9 +186,9 @@ class Metrics:
                 counts.total_ms.append((now - tally.started) * 1000)
                 counts.generation_ms += (now - first) * 1000
                 usage = tally.usage or UsageMetadata()
-                for kind in _TOKEN_KINDS:
-                    counts.tokens[kind] += getattr(usage, f"{kind}_tokens") or 0
-                counts.tokens_out += usage.response_tokens or 0
+                for kind in _TOKEN_KINDS:  # a negative count (an upstream's bug) adds 0
+                    counts.tokens[kind] += max(getattr(usage, f"{kind}_tokens") or 0, 0)
+                counts.tokens_out += max(usage.response_tokens or 0, 0)
         error = tally.error if outcome == "failure" else None
         if error is not None:
             entry: dict[str, Any] = {"at": round(self.wall(), 3), "model": tally.model}

@@ -85,3 +85,19 @@ def test_the_kept_samples_and_errors_are_bounded() -> None:
     assert snapshot["latency_ms"]["total"]["p90"] == 1.0  # the 200 slow ones fell out
     assert len(snapshot["errors"]) == 100
     assert snapshot["errors"][0]["message"] == "error 149"  # newest first
+
+
+def test_negative_counts_from_an_upstream_take_no_tokens_off() -> None:
+    """A stop whose usage holds a negative count (an upstream's bug, or a hostile endpoint's)
+    adds 0 for it: the totals never go down."""
+    wall, _ = clock(1_760_000_000.0)
+    monotonic, _ = clock(100.0)
+    metrics = Metrics(["a"], wall=wall, monotonic=monotonic)
+    for usage in (UsageMetadata(prompt_tokens=5, response_tokens=7),
+                  UsageMetadata(prompt_tokens=-1000, cached_tokens=-1, response_tokens=-50)):
+        tally = metrics.begin("a")
+        tally.event(stop=True, usage=usage)
+        tally.end(client_gone=False)
+    snapshot = metrics.snapshot()
+    assert snapshot["tokens"] == {"prompt": 5, "cached": 0, "thoughts": 0, "response": 7}
+    assert snapshot["tokens_out"] == 7
