@@ -237,7 +237,7 @@ def _pin(pid: int, relay: bool) -> None:
         os.sched_setaffinity(pid, cpus[-1:] if relay else cpus[:-1])
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def _stop(process: subprocess.Popen[Any]) -> None:
     """Terminate ``process``'s group, then kill it if it outlives 10 s."""
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError):
@@ -251,15 +251,18 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def started(command: Sequence[str], log: Path, env: dict[str, str]) -> Iterator[
         subprocess.Popen[bytes]]:
     """Run ``command`` in a session of its own, its output to ``log``, pinned as a relay;
-    stopped with its whole process group on the way out."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    stopped with its whole process group on the way out (started with the stopping signals
+    held, ``server.signals_held``)."""
+    process: subprocess.Popen[bytes] | None = None
     try:
+        with log.open("wb") as out, server.signals_held():
+            process = server.spawn(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
         _pin(process.pid, relay=True)
         yield process
     finally:
-        _stop(process)
+        if process is not None:
+            _stop(process)
 
 
 def wait_ready(process: subprocess.Popen[bytes], ready: Callable[[], str | None],
@@ -399,17 +402,24 @@ def _load(args: argparse.Namespace, relay: Relay, paths: dict[str, str],
             "samples": args.samples}
     command = [sys.executable, "-P", "-m", "benchmarks.gateway", "--load", json.dumps(spec)]
     _log(f"{relay.name}: streaming")
+    process: subprocess.Popen[str] | None = None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=server.child_env(),
-                              timeout=LOAD_TIMEOUT, check=False)
+        with server.signals_held():  # its own session: stopped with its group, as a relay is
+            process = server.spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, text=True,
+                                   env=server.child_env(), start_new_session=True)
+        stdout, stderr = process.communicate(timeout=LOAD_TIMEOUT)
     except subprocess.TimeoutExpired:
         return {"error": f"the load took longer than {LOAD_TIMEOUT:g} s"}
-    lines = done.stdout.strip().splitlines()
+    finally:
+        if process is not None and process.poll() is None:
+            _stop(process)
+    lines = stdout.strip().splitlines()
     try:
         result: dict[str, Any] = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
-        tail = done.stderr.strip().splitlines() or ["no output"]
-        return {"error": f"the load process exited with {done.returncode}: {tail[-1][:200]}"}
+        tail = stderr.strip().splitlines() or ["no output"]
+        return {"error": f"the load process exited with {process.returncode}: {tail[-1][:200]}"}
     return result
 
 

@@ -21,11 +21,12 @@ import collections
 import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from . import bodies
 
@@ -136,27 +137,66 @@ def child_env() -> dict[str, str]:
     return env
 
 
+#: The signals that stop a benchmark, held back while a child starts (``signals_held``).
+_STOPPING: Final = {signal.SIGTERM, signal.SIGINT}
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT held back meanwhile, delivered on the way out. Start every child
+    under it with ``spawn``, assigning the ``Popen`` inside and stopping it in a ``finally``
+    around: a handler that raises inside ``subprocess.Popen`` (Ctrl-C, the gateway
+    benchmark's SIGTERM) would leave a started child that no one holds."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _unblock_stopping() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
+
+
+def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(command, **options)`` under ``signals_held``: the child starts with
+    the stopping signals unblocked (a signal mask is inherited across ``exec``)."""
+    if hasattr(signal, "pthread_sigmask"):
+        options["preexec_fn"] = _unblock_stopping
+    return subprocess.Popen(command, **options)
+
+
 @contextlib.contextmanager
 def running(directory: Path, python: str = sys.executable) -> Iterator[str]:
     """Run the server over ``directory`` in its own process; yield its origin URL."""
-    process = subprocess.Popen(
-        [python, "-P", "-m", "benchmarks.server", str(directory)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(),
-    )
+    process: subprocess.Popen[bytes] | None = None
     try:
+        with signals_held():
+            process = spawn([python, "-P", "-m", "benchmarks.server", str(directory)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env())
         assert process.stdout is not None
         port = process.stdout.readline().strip()
         if not port:
             raise RuntimeError("the benchmark server did not start")
         yield f"http://127.0.0.1:{int(port)}"
     finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            _end(process)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Close the server's standard input (its signal to stop), then wait for it; kill it if
+    it outlives 10 s."""
+    assert process.stdin is not None
+    process.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def main() -> None:
