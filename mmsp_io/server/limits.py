@@ -50,6 +50,7 @@ from adapters import ModelPricing
 from mmsp_core.model import UsageMetadata
 
 from .config import ConfigError, KeyRow, ModelRow, ServerConfig
+from .metrics import counted
 from .stores import Count, Store, StoreError, open_store
 
 __all__ = ["Limiter", "Refusal", "limiter_for", "minute_window", "period_window",
@@ -110,14 +111,6 @@ def _tokens(usage: UsageMetadata) -> int:
     """Every token of ``usage`` (spec 01 §6's total; an unreported count is 0)."""
     return sum(count or 0 for count in (usage.cached_tokens, usage.prompt_tokens,
                                         usage.thoughts_tokens, usage.response_tokens))
-
-
-def _counted(usage: UsageMetadata) -> UsageMetadata:
-    """``usage`` with a negative count (an upstream's bug, or a hostile endpoint's) as 0: a
-    key's tokens and spend never go down."""
-    return UsageMetadata(*(None if count is None else max(count, 0)
-                           for count in (usage.cached_tokens, usage.prompt_tokens,
-                                         usage.thoughts_tokens, usage.response_tokens)))
 
 
 @final
@@ -214,7 +207,7 @@ class Limiter:
         """
         if key is None or usage is None or (key.tpm is None and key.budget is None):
             return
-        usage = _counted(usage)
+        usage = counted(usage)
         now = self._clock()
         checks = self._windows(key, now)
         amounts: dict[str, int | float] = {"tpm": _tokens(usage)}

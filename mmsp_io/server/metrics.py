@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, final
 
 from mmsp_core.model import UsageMetadata
 
-__all__ = ["Metrics", "Outcome", "Tally"]
+__all__ = ["Metrics", "Outcome", "Tally", "counted"]
 
 _LATENCY_SAMPLES: Final = 1000
 _ERRORS_KEPT: Final = 100
@@ -39,6 +39,14 @@ _TOKEN_KINDS: Final = ("prompt", "cached", "thoughts", "response")
 
 Outcome = Literal["success", "failure", "disconnect"]
 Refusal = Literal["unauthorized", "invalid_request", "unknown_model"]
+
+
+def counted(usage: UsageMetadata) -> UsageMetadata:
+    """``usage`` with a negative count (an upstream's bug, or a hostile endpoint's) as 0, as
+    the gateway counts it (these metrics, a key's limits): its totals never go down."""
+    return UsageMetadata(*(None if count is None else max(count, 0)
+                           for count in (usage.cached_tokens, usage.prompt_tokens,
+                                         usage.thoughts_tokens, usage.response_tokens)))
 
 
 def _percentile(samples: Sequence[float], fraction: float) -> float | None:
@@ -185,10 +193,10 @@ class Metrics:
                 counts.first_event_ms.append((first - tally.started) * 1000)
                 counts.total_ms.append((now - tally.started) * 1000)
                 counts.generation_ms += (now - first) * 1000
-                usage = tally.usage or UsageMetadata()
-                for kind in _TOKEN_KINDS:  # a negative count (an upstream's bug) adds 0
-                    counts.tokens[kind] += max(getattr(usage, f"{kind}_tokens") or 0, 0)
-                counts.tokens_out += max(usage.response_tokens or 0, 0)
+                usage = counted(tally.usage or UsageMetadata())
+                for kind in _TOKEN_KINDS:
+                    counts.tokens[kind] += getattr(usage, f"{kind}_tokens") or 0
+                counts.tokens_out += usage.response_tokens or 0
         error = tally.error if outcome == "failure" else None
         if error is not None:
             entry: dict[str, Any] = {"at": round(self.wall(), 3), "model": tally.model}
