@@ -5,13 +5,16 @@ page cannot reach it through a name that resolves to ``127.0.0.1`` (DNS rebindin
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 __all__ = ["is_loopback_host", "names_loopback_host"]
 
 
+@functools.lru_cache(maxsize=256)
 def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is a loopback host."""
+    """Whether ``host`` (an address or ``localhost``) is a loopback host; the answers for the
+    last 256 hosts asked are kept (a server asks for every request, mostly the same few)."""
     if host.lower().rstrip(".") == "localhost":
         return True
     try:

@@ -108,9 +108,6 @@ _logger = logging.getLogger("mmsp_io")
 MAX_BODY_BYTES: Final = 50 * 1024 * 1024
 DEFAULT_KEEPALIVE: Final = 15.0
 DEFAULT_IDLE_TIMEOUT: Final = 120.0
-#: Idle connections each row's HTTP client keeps to its provider, 30 s each; the requests in
-#: flight are not capped.
-_UPSTREAM_KEEPALIVE: Final = 64
 
 
 def _media_type(value: str | None) -> str:
@@ -223,7 +220,7 @@ class Gateway:
         Raises:
             ConfigError: the client cannot be built; the message names the row.
         """
-        http = fast_http_client(max_connections=None, max_keepalive=_UPSTREAM_KEEPALIVE)
+        http = fast_http_client(max_connections=None)
         try:
             client = AutoLLMClient(row.model_id, api_key=row.api_key, base_url=row.base_url,
                                    client_type=row.client_type, http_client=http,

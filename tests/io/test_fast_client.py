@@ -18,6 +18,7 @@ These tests prove that the client:
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +91,22 @@ async def test_idle_connections_are_kept_as_the_limits_say(
         for path in ("/a", "/b"):
             assert (await client.get(server.url(path))).content == b"ok"
     assert server.connections == connections
+
+
+async def test_a_hundred_streams_at_once_reuse_their_connections_next_round(
+    environment: Any,
+) -> None:
+    """The default pool keeps 100 idle connections (as the OpenAI and Anthropic SDKs do): a
+    client that runs 100 streams at once opens no new connection for its next 100."""
+    async with serving([OK]) as server, fast_http_client() as client:
+        for _ in range(2):
+            async with contextlib.AsyncExitStack() as streams:
+                responses = [await streams.enter_async_context(
+                    client.stream("GET", server.url(f"/{index}"))) for index in range(100)]
+                for response in responses:
+                    assert await response.aread() == b"ok"
+    assert len(server.connections) == 200
+    assert max(server.connections) == 100
 
 
 async def test_a_request_past_max_connections_waits_for_a_slot(environment: Any) -> None:

@@ -537,6 +537,21 @@ async def test_a_counted_body_closed_once_whole_is_reused() -> None:
 # -- stale and expired idle connections --------------------------------------------------------
 
 
+async def test_an_idle_connection_the_server_wrote_on_is_not_used() -> None:
+    """A server that writes on an idle connection (a 408 as it times the connection out)
+    ends it: the next request goes on a new one, and nothing waits for the peek."""
+    transport = Http11Transport(limits())
+    timed_out = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\n\r\n"
+    async with serving([OK, 0.01, timed_out], [OK]) as server, client_of(transport) as client:
+        assert (await client.get(server.url("/a"))).content == b"ok"
+        assert transport.idle == 1
+        await anyio.sleep(0.05)
+        second = await client.get(server.url("/b"))
+        assert second.content == b"ok"
+        assert (transport.active, transport.idle) == (0, 1)
+    assert server.connections == [1, 2]
+
+
 @pytest.mark.parametrize("framing", ["chunked", "content-length"])
 async def test_an_idle_connection_the_server_closed_is_not_used(framing: str) -> None:
     answer = chunked(b"ok") if framing == "chunked" else OK
