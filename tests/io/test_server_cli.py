@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -133,3 +134,31 @@ def test_an_open_server_is_announced(tmp_path: Path) -> None:
             process.wait()
     assert lines[2] == "Open server: api_keys is empty, every request is accepted\n"
     assert process.returncode == 0
+
+
+def test_serve_tunes_the_collector_once_its_gateway_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` freezes the objects of its start and collects the youngest generation every
+    ``SERVER_GC_THRESHOLD`` allocations (issue 25: a request's many short-lived objects);
+    checked in this process, with the server's run replaced, and the collector restored."""
+    from mmsp_io import cli, server
+
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps({"models": [{"server_model_id": "m", "model_id": "gpt-5",
+                                            "api_key": "k", "base_url": "http://127.0.0.1:9"}]}))
+    seen: list[tuple[int, int]] = []
+
+    async def serving(*args: object, **kwargs: object) -> None:
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+
+    threshold = gc.get_threshold()
+    monkeypatch.setattr(server, "run", serving)
+    try:
+        assert cli.main(["serve", "--config", str(path)]) == 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+    assert len(seen) == 1
+    assert seen[0][0] == cli.SERVER_GC_THRESHOLD != threshold[0]
+    assert seen[0][1] > 0
