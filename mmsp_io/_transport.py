@@ -8,11 +8,10 @@ httpx still builds the request and applies the client's headers and cookies; a
 ``Content-Encoding`` is left to the reader of the body (httpx's ``aiter_bytes``, or the
 driver's bounded decoder, ``mmsp_io._decoding``).
 
-Why not httpx's own (``AsyncHTTPTransport`` over httpcore): a streamed answer is tens of
-thousands of small HTTP chunks, and httpcore hands each one through h11's event machinery, a
-cancel scope per socket read and five generator layers, about 7 µs a chunk, more than the
-whole MMSP pipeline costs; and httpcore's pool walks every connection each time a request
-starts or a response ends, so a thousand concurrent streams never get going (issue 9).
+Why not httpx's own (``AsyncHTTPTransport`` over httpcore): httpcore hands each of a stream's
+many small HTTP chunks through h11's events, a cancel scope per socket read and five generator
+layers (about 7 µs a chunk, more than the whole MMSP pipeline), and its pool walks every
+connection as a request starts or ends, so a thousand concurrent streams never get going.
 
 Theory of operation:
 
@@ -59,7 +58,6 @@ import ipaddress
 import math
 import os
 import select
-import socket
 import ssl
 import time
 import urllib.request
@@ -78,10 +76,8 @@ __all__ = ["BODY_EXTENSION", "Http11Transport", "ResponseBody", "fast_http_clien
 #: The response extension that holds its ``ResponseBody`` (the driver reads it from there).
 BODY_EXTENSION: Final = "mmsp_io.body"
 #: ``fast_http_client``'s default pool: a thousand concurrent streams and more get going at
-#: once (issue 9); past 1,600 a request waits for a slot; 100 idle connections are kept 30 s,
-#: as many as the OpenAI and Anthropic Python SDKs keep, so that a client running up to 100
-#: streams at once reuses its connections from one round to the next instead of opening new
-#: ones (with 20, httpx's default, 80 of 100 were reopened every round: issue 25).
+#: once (issue 9); past 1,600 a request waits for a slot; 100 idle connections are kept 30 s
+#: (as the OpenAI and Anthropic SDKs keep: 100 streams at once reuse them round after round).
 MAX_CONNECTIONS: Final = 1_600
 MAX_KEEPALIVE: Final = 100
 KEEPALIVE_EXPIRY: Final = 30.0
@@ -101,9 +97,10 @@ _IO_ERRORS: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSErr
 _Origin = tuple[bytes, str, int]
 
 
-def _readable(sock: socket.socket | None) -> bool:
+def _readable(stream: anyio.abc.ByteStream) -> bool:
     """Whether an idle connection's socket has something to read: the server closed it (or
     sent what no request asked for), so it cannot carry another exchange."""
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
     if sock is None or sock.fileno() < 0:
         return True
     if not hasattr(select, "poll"):  # Windows: no poll, and no limit on select's descriptors
@@ -145,16 +142,13 @@ async def _read_to_end(stream: anyio.abc.ByteStream, reader: BodyReader, *,
 
 @final
 class _Connection:
-    """One socket to an origin, its raw socket (``None``: the stream has none) and when it
-    last went idle (``time.monotonic``)."""
+    """One socket to an origin, and when it last went idle (``time.monotonic``)."""
 
-    __slots__ = ("idle_since", "origin", "sock", "stream")
+    __slots__ = ("idle_since", "origin", "stream")
 
     def __init__(self, stream: anyio.abc.ByteStream, origin: _Origin) -> None:
         self.stream = stream
         self.origin = origin
-        self.sock: socket.socket | None = stream.extra(anyio.abc.SocketAttribute.raw_socket,
-                                                       None)
         self.idle_since = 0.0
 
 
@@ -368,7 +362,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
         while idle:
             connection = idle.pop()
             self._idle_count -= 1
-            if now - connection.idle_since < self._expiry and not _readable(connection.sock):
+            if now - connection.idle_since < self._expiry and not _readable(connection.stream):
                 return connection
             await anyio.aclose_forcefully(connection.stream)
         return _Connection(await self._connect(origin, request, timeout), origin)

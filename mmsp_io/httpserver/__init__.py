@@ -35,12 +35,14 @@ runs a loop of exchanges:
    keeps the head for the next call's write (an event stream's head goes with its first
    event), ``end(data)`` sends the last bytes and the end of the body together, and
    ``respond`` is one write.
-3. *Meanwhile a watcher reads the socket*. Bytes of a pipelined next request are kept for the
-   next cycle (up to ``_connection._PIPELINE_BYTES``; then reading pauses). The client closing
-   the socket, or a failed write, before the response is complete sets ``response.client_gone``
-   and cancels the handler: an abandoned stream costs nothing more, and the handler's
-   ``finally`` can see why it stopped. No read timeout applies here: a response may stream for
-   as long as it needs.
+3. *Meanwhile the connection's reader reads the socket*: one task per connection, beside its
+   exchanges for as long as it is open, feeds h11 what arrives (the request being read, and
+   while a response is written the bytes of a pipelined next request, kept for the next cycle
+   up to ``_connection._PIPELINE_BYTES``; then reading pauses until they are read). No task
+   is started or cancelled per request. The client closing the socket, or a failed write,
+   before the response is complete sets ``response.client_gone`` and cancels the handler: an
+   abandoned stream costs nothing more, and the handler's ``finally`` can see why it stopped.
+   No read timeout applies here: a response may stream for as long as it needs.
 4. When both sides are done and neither asked to close, the next cycle starts on the same
    socket (keep-alive); otherwise the connection is closed.
 

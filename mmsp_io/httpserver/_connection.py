@@ -54,6 +54,16 @@ class Connection:
         self.idle = True
         #: The scope of the connection's task; graceful close cancels it.
         self.scope = anyio.CancelScope()
+        #: The response being written, whose handler the client leaving cancels.
+        self._response: Response | None = None
+        #: Set by the reader when it fed h11 (``_read_on``); a new one for the next bytes.
+        self._arrived = anyio.Event()
+        #: Set when h11's buffer has room again for a reader paused at ``_PIPELINE_BYTES``.
+        self._room: anyio.Event | None = None
+        #: Whether the reader stopped: the socket's end was fed to h11, or ``_failure``.
+        self._ended = False
+        #: Why the reader stopped before the socket's end (the socket failed or was closed).
+        self._failure: BaseException | None = None
 
     async def write(self, event: h11.Event) -> None:
         data = self.conn.send(event)
@@ -61,27 +71,73 @@ class Connection:
             await self.stream.send(data)
 
     async def receive(self) -> None:
-        """Feed the next bytes of the socket to h11 (``b""`` at its end)."""
-        try:
-            data = await self.stream.receive(_RECEIVE_SIZE)
-        except anyio.EndOfStream:
-            data = b""
-        self.conn.receive_data(data)
+        """Wait until the reader has fed h11 more bytes of the socket (at once when it has
+        stopped: h11 then has the socket's end).
+
+        Raises:
+            anyio.BrokenResourceError, anyio.ClosedResourceError: the socket failed.
+        """
+        if not self._ended:
+            if self._room is not None:  # h11 asked for data: whatever it held was read
+                self._room.set()
+            await self._arrived.wait()
+        if self._failure is not None:
+            raise self._failure
 
     async def run(self) -> None:
-        with contextlib.suppress(*GONE):
-            while not self.server.closing:
-                request = await self._read_request()
-                if request is None:
-                    return
-                self.idle = False
-                response = await self._exchange(request)
-                self.idle = True
-                if response.client_gone or self.conn.our_state is not h11.DONE:
-                    return
-                if self.conn.their_state is not h11.DONE:
-                    return
-                self.conn.start_next_cycle()
+        """The exchanges of the socket, in order, with its reader beside them (step 3)."""
+        async with anyio.create_task_group() as reading:
+            reading.start_soon(self._read_on)
+            with contextlib.suppress(*GONE):
+                await self._exchanges()
+            reading.cancel_scope.cancel()
+
+    async def _exchanges(self) -> None:
+        while not self.server.closing:
+            request = await self._read_request()
+            if request is None:
+                return
+            self.idle = False
+            response = await self._exchange(request)
+            self.idle = True
+            if response.client_gone or self.conn.our_state is not h11.DONE:
+                return
+            if self.conn.their_state is not h11.DONE:
+                return
+            self.conn.start_next_cycle()
+
+    async def _read_on(self) -> None:
+        """Step 3: the connection's one reader, for as long as it is open. It feeds h11 what
+        arrives, for the request being read and, while a response is written, for the
+        pipelined next one, pausing while h11 holds ``_PIPELINE_BYTES`` not yet read as
+        events; the client closing the socket, or the socket failing, while a response is
+        incomplete is the client leaving (``Response._client_left``)."""
+        conn = self.conn
+        try:
+            while True:
+                while len(conn.trailing_data[0]) >= _PIPELINE_BYTES:
+                    self._room = anyio.Event()
+                    await self._room.wait()
+                    self._room = None
+                try:
+                    data = await self.stream.receive(_RECEIVE_SIZE)
+                except anyio.EndOfStream:
+                    data = b""
+                conn.receive_data(data)
+                if not data:
+                    break
+                self._wake()
+        except GONE as exc:
+            self._failure = exc
+        self._ended = True
+        self._wake()
+        if self._response is not None:
+            self._response._client_left()
+
+    def _wake(self) -> None:
+        """Tell a ``receive`` waiting that h11 has more (or that the reader stopped)."""
+        self._arrived.set()
+        self._arrived = anyio.Event()
 
     async def _read_request(self) -> Request | None:
         """Read one whole request (step 1); ``None`` when the connection is to be closed,
@@ -191,11 +247,13 @@ class Connection:
                     return
 
     async def _exchange(self, request: Request) -> Response:
-        """Steps 2 and 3: run the handler while the watcher reads the socket."""
+        """Steps 2 and 3: run the handler while the reader reads the socket; the client
+        leaving cancels the handler (``Response._client_left``)."""
         response = Response(self)
-        async with anyio.create_task_group() as tasks:
-            response._scope = tasks.cancel_scope
-            tasks.start_soon(self._watch, response)
+        self._response = response
+        with anyio.CancelScope() as response._scope:
+            if self._ended:
+                response._client_left()  # it left before the handler began
             try:
                 await self.server.handler(request, response)
                 if response.started and not response.complete:
@@ -211,7 +269,7 @@ class Connection:
                 _logger.error("%s %s: the handler failed: %s", request.method, request.path,
                               describe(exc))
                 await self._fail(response)
-            tasks.cancel_scope.cancel()
+        self._response = None
         return response
 
     async def _fail(self, response: Response) -> None:
@@ -222,18 +280,6 @@ class Connection:
                                        b"Internal server error.\n")
                 return
         await response.cut()
-
-    async def _watch(self, response: Response) -> None:
-        """Step 3: keep pipelined bytes, notice the client leaving."""
-        try:
-            while len(self.conn.trailing_data[0]) < _PIPELINE_BYTES:
-                data = await self.stream.receive(_RECEIVE_SIZE)
-                self.conn.receive_data(data)
-        except anyio.EndOfStream:
-            self.conn.receive_data(b"")
-            response._client_left()
-        except GONE:
-            response._client_left()
 
 
 def _check_head(head: h11.Request, limits: Limits) -> None:

@@ -78,6 +78,26 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
     assert received.index(b"GET /1  ") < received.index(b"GET /2  ")
 
 
+async def test_pipelined_requests_past_the_read_ahead_bound_are_all_answered_in_order() -> None:
+    """Three 700 KB uploads sent at once, each answered slowly: the connection's reader pauses
+    once h11 holds ``_PIPELINE_BYTES`` not yet read, and goes on as the requests are read, so
+    every one is answered, in order, with its whole body."""
+    sizes = [700_000, 700_001, 700_002]
+
+    async def sized(request: Request, response: Response) -> None:
+        await anyio.sleep(0.02)
+        await response.respond(200, [], b"%s %d;" % (request.path.encode(), len(request.body)))
+
+    pipelined = b"".join(b"POST /%d HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n"
+                         % (n, size) + b"x" * size for n, size in enumerate(sizes))
+    async with serve(sized) as server:
+        received = await raw_exchange(server.url, pipelined, until=b"/2 700002;")
+    assert received.count(b"HTTP/1.1 200 ") == 3
+    assert b"/0 700000;" in received
+    assert received.index(b"/0 700000;") < received.index(b"/1 700001;") < received.index(
+        b"/2 700002;")
+
+
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
 async def test_a_body_over_the_limit_is_answered_413_then_closed(declared: bool) -> None:
     seen: list[Request] = []
