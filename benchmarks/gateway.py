@@ -17,12 +17,16 @@ Theory of operation:
    SPEC``) that streams through ``AutoLLMClient`` and reads the relay's CPU from
    ``/proc/<pid>/stat`` (user + system, the process and its children alive at the reading):
    one warm-up stream per body, then ``--burst-rounds`` burst streams one after another (the
-   relay's CPU per delta), then for each ``--concurrency`` C, waves of C short streams at once
-   until ``--samples`` streams ran (at least one wave): deltas per second of wall time, and the
-   time from each stream's request to its first content, pooled over the waves. Every stream is
-   checked (every delta, a stop last); a failed stream is counted, never timed. The direct row
-   is the same load process streaming the burst straight from the upstream: its own CPU per
-   delta is the 1.0x of the ratio item 8 targets (at most 3x).
+   relay's CPU per delta), then for each ``--concurrency`` C, a first wave of C short streams
+   at once, whose clients open the connections the cell needs (the relay accepts them, and
+   opens its own to the upstream): its first-event p50 is a column of its own ("p50, first
+   wave"); then waves of C on the connections kept (the load's clients keep 100 idle, the
+   library's default) until ``--samples`` streams ran (at least one wave): deltas per second
+   of wall time, the relay's and the load's CPU per stream, and the time from each stream's
+   request to its first content, pooled over those waves. Every stream is checked (every
+   delta, a stop last); a failed stream is counted, never timed. The direct row is the same
+   load process streaming the burst straight from the upstream: its own CPU per delta is the
+   1.0x of the ratio item 8 targets (at most 3x).
 4. The relay is pinned to the last CPU and everything else (this process, the upstream, the
    load) to the others, when the machine has two or more, so a relay's CPU is its own core's.
 5. The markdown tables go to standard output and to ``--out`` (default
@@ -153,32 +157,41 @@ class _Load:
         return {"relay_cpu": self.relay_cpu() - relay, "load_cpu": time.process_time() - own,
                 "wall": time.perf_counter() - wall, "deltas": rounds * body.n}
 
-    async def cell(self, streams: int, samples: int) -> dict[str, Any]:
-        """Waves of ``streams`` short streams at once until ``samples`` ran (module doc)."""
+    async def _wave(self, streams: int, firsts: list[float], failures: list[str]) -> None:
+        """``streams`` short streams at once; their first-content delays appended to
+        ``firsts``, a failed one (counted, the others go on) to ``failures``."""
         import anyio
-
-        firsts: list[float] = []
-        failures: list[str] = []
 
         async def one() -> None:
             try:
                 await self.stream("short", self.short, firsts)
-            except Exception as exc:  # a failed stream is counted, the others go on
+            except Exception as exc:
                 failures.append(f"{type(exc).__name__}: {exc}")
 
+        with anyio.fail_after(WAVE_TIMEOUT):
+            async with anyio.create_task_group() as tasks:
+                for _ in range(streams):
+                    tasks.start_soon(one)
+
+    async def cell(self, streams: int, samples: int) -> dict[str, Any]:
+        """The first wave of ``streams`` short streams, whose clients open the connections
+        the cell needs, timed on its own; then waves on the connections kept until
+        ``samples`` ran (module doc)."""
+        opening: list[float] = []
+        firsts: list[float] = []
+        failures: list[str] = []
+        await self._wave(streams, opening, failures)
+        first_failed = len(failures)
         waves = max(1, math.ceil(samples / streams))
         relay, own, wall = self.relay_cpu(), time.process_time(), time.perf_counter()
         for _ in range(waves):
-            with anyio.fail_after(WAVE_TIMEOUT):
-                async with anyio.create_task_group() as tasks:
-                    for _ in range(streams):
-                        tasks.start_soon(one)
-        done = waves * streams - len(failures)
+            await self._wave(streams, firsts, failures)
+        done = waves * streams - (len(failures) - first_failed)
         return {"streams": streams, "waves": waves, "wall": time.perf_counter() - wall,
                 "relay_cpu": self.relay_cpu() - relay, "load_cpu": time.process_time() - own,
                 "deltas": done * self.short.n,
                 "completed": done, "failed": len(failures), "first": firsts,
-                "error": failures[0] if failures else None}
+                "first_wave": opening, "error": failures[0] if failures else None}
 
     async def run(self) -> dict[str, Any]:
         """Warm up, then the burst and every cell the spec names."""
@@ -493,6 +506,11 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
+def _quantiles(delays: Sequence[float], fractions: Sequence[float]) -> list[str]:
+    """Each quantile of ``delays`` (seconds) in milliseconds, ``—`` for each when none."""
+    return [f"{_percentile(delays, q) * 1e3:.1f} ms" if delays else "—" for q in fractions]
+
+
 def _burst_rows(rows: Sequence[tuple[str, dict[str, Any]]],
                 args: argparse.Namespace) -> list[list[str]]:
     """The burst table's rows: the relay's CPU per delta (the direct row's: the load's own)
@@ -523,17 +541,16 @@ def _cell_rows(rows: Sequence[tuple[str, dict[str, Any]]],
         by_streams = {c["streams"]: c for c in result["cells"]}
         for streams in args.concurrency:
             if (c := by_streams.get(streams)) is None:
-                lines.append([name, str(streams), "left out under --quick", "", "", "", "", ""])
+                lines.append([name, str(streams), "left out under --quick", *[""] * 6])
                 continue
-            firsts = c["first"]
-            p50, p99 = ((f"{_percentile(firsts, q) * 1e3:.1f} ms" for q in (0.5, 0.99))
-                        if firsts else ("—", "—"))
+            p50, p99 = _quantiles(c["first"], (0.5, 0.99))
+            (opening,) = _quantiles(c["first_wave"], (0.5,))
             done = c["completed"] or math.nan
             relay_cpu = ("—" if result is rows[0][1]
                          else f"{c['relay_cpu'] / done * 1e3:.2f} ms")
             failed = f"{c['failed']} ({c['error'][:80]})" if c["failed"] else "0"
             lines.append([name, str(streams), f"{c['deltas'] / c['wall']:,.0f}", p50, p99,
-                          relay_cpu, f"{c['load_cpu'] / done * 1e3:.2f} ms", failed])
+                          opening, relay_cpu, f"{c['load_cpu'] / done * 1e3:.2f} ms", failed])
     return lines
 
 
@@ -546,8 +563,8 @@ def tables(rows: Sequence[tuple[str, dict[str, Any]]], args: argparse.Namespace)
         "", f"### Concurrent short answers ({args.short_n} deltas each; {args.samples} streams "
         "per cell at least)", "",
         *report._table(["relay", "streams at once", "deltas/s", "first event p50",
-                        "first event p99", "relay CPU per stream", "load CPU per stream",
-                        "failed"],
+                        "first event p99", "p50, first wave", "relay CPU per stream",
+                        "load CPU per stream", "failed"],
                        _cell_rows(rows, args)), ""]
 
 

@@ -70,8 +70,9 @@ def test_the_smallest_run_prints_and_writes_both_tables(tmp_path: Path) -> None:
                                        "MMSP gateway (asyncio), `POST /v1/stream`",
                                        "MMSP gateway (asyncio), Chat Completions door")
         for streams in ("1", "2")]
-    assert all(len(row) == 8 and row[7].strip() == "0" for row in cells)
-    assert [row[5] == "—" for row in cells] == [True, True, False, False, False, False]
+    assert all(len(row) == 9 and row[8].strip() == "0" for row in cells)
+    assert all(row[3].endswith(" ms") and row[5].endswith(" ms") for row in cells)
+    assert [row[6] == "—" for row in cells] == [True, True, False, False, False, False]
     assert _stragglers(tmp_path) == []
 
 
