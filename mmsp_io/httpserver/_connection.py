@@ -93,6 +93,7 @@ class Connection:
             reading.cancel_scope.cancel()
 
     async def _exchanges(self) -> None:
+        """Steps 1 to 4, one exchange after another, until the socket is to be closed."""
         while not self.server.closing:
             request = await self._read_request()
             if request is None:
