@@ -3,29 +3,25 @@ item 8), beside a direct ``AutoLLMClient`` stream and LiteLLM's proxy.
 
 Theory of operation:
 
-1. ``bodies.build`` renders two Chat Completions text bodies: the burst (``--burst-n`` deltas,
-   default 2,000) and a short answer (``--short-n``, default 20). ``server.running`` serves
-   them from its own process, the cheap upstream of every relay (plain asyncio writing
-   pre-built responses; its CPU is never counted).
-2. The gateway (``python -m mmsp_io serve``) runs in a process of its own over a configuration
-   with one row per body (``client_type`` ``openai-chat``, ``base_url`` the upstream's URL of
-   that body); LiteLLM's proxy, when its ``litellm`` command is found and starts within
-   ``--litellm-start-timeout``, runs over the same two bodies as openai-compatible models
-   (``LITELLM_LOCAL_MODEL_COST_MAP=True``: it has no network). A relay that does not start is
-   a row saying why, and the run goes on.
+1. ``bodies.build`` renders two Chat Completions text bodies, the burst (``--burst-n`` deltas,
+   default 2,000) and a short answer (``--short-n``, default 20); ``server.running`` serves them
+   from its own process, every relay's cheap upstream (pre-built responses; CPU not counted).
+2. The gateway (``python -m mmsp_io serve``) runs in a process of its own with one row per body
+   (``client_type`` ``openai-chat``, ``base_url`` that body's URL); LiteLLM's proxy, when its
+   ``litellm`` command is found and starts within ``--litellm-start-timeout``, over the same
+   bodies as openai-compatible models (``LITELLM_LOCAL_MODEL_COST_MAP=True``: it has no
+   network). A relay that does not start is a row saying why, and the run goes on.
 3. Each relay is measured by one load process (``python -P -m benchmarks.gateway --load
    SPEC``) that streams through ``AutoLLMClient`` and reads the relay's CPU from
    ``/proc/<pid>/stat`` (user + system, the process and its children alive at the reading):
    one warm-up stream per body, then ``--burst-rounds`` burst streams one after another (the
    relay's CPU per delta), then for each ``--concurrency`` C, a first wave of C short streams
-   at once, whose clients open the connections the cell needs (the relay accepts them, and
-   opens its own to the upstream): its first-event p50 is a column of its own ("p50, first
-   wave"); then waves of C on the connections kept (the load's clients keep 100 idle, the
-   library's default) until ``--samples`` streams ran (at least one wave): deltas per second
-   of wall time, the relay's and the load's CPU per stream, and the time from each stream's
-   request to its first content, pooled over those waves. Every stream is checked (every
-   delta, a stop last); a failed stream is counted, never timed. The direct row is the same
-   load process streaming the burst straight from the upstream: its own CPU per delta is the
+   whose clients open the connections the cell needs (its first-event p50 is the column "p50,
+   first wave"), then waves of C on the connections kept (100 idle, the library's default)
+   until ``--samples`` streams ran: deltas per second of wall time, the relay's and the load's
+   CPU per stream, and each stream's time from its request to its first content, pooled. Every
+   stream is checked (every delta, a stop last); a failed one is counted, never timed. The
+   direct row is the load streaming straight from the upstream: its own CPU per delta is the
    1.0x of the ratio item 8 targets (at most 3x).
 4. The relay is pinned to the last CPU and everything else (this process, the upstream, the
    load) to the others, when the machine has two or more, so a relay's CPU is its own core's.
@@ -158,8 +154,7 @@ class _Load:
                 "wall": time.perf_counter() - wall, "deltas": rounds * body.n}
 
     async def _wave(self, streams: int, firsts: list[float], failures: list[str]) -> None:
-        """``streams`` short streams at once; their first-content delays appended to
-        ``firsts``, a failed one (counted, the others go on) to ``failures``."""
+        """``streams`` short streams at once: delays to ``firsts``, failures to ``failures``."""
         import anyio
 
         async def one() -> None:
@@ -174,9 +169,8 @@ class _Load:
                     tasks.start_soon(one)
 
     async def cell(self, streams: int, samples: int) -> dict[str, Any]:
-        """The first wave of ``streams`` short streams, whose clients open the connections
-        the cell needs, timed on its own; then waves on the connections kept until
-        ``samples`` ran (module doc)."""
+        """A first wave of ``streams``, timed on its own, then waves on the connections kept
+        until ``samples`` ran (module doc, step 3)."""
         opening: list[float] = []
         firsts: list[float] = []
         failures: list[str] = []
@@ -189,8 +183,8 @@ class _Load:
         done = waves * streams - (len(failures) - first_failed)
         return {"streams": streams, "waves": waves, "wall": time.perf_counter() - wall,
                 "relay_cpu": self.relay_cpu() - relay, "load_cpu": time.process_time() - own,
-                "deltas": done * self.short.n,
-                "completed": done, "failed": len(failures), "first": firsts,
+                "deltas": done * self.short.n, "completed": done, "failed": len(failures),
+                "first": firsts,
                 "first_wave": opening, "error": failures[0] if failures else None}
 
     async def run(self) -> dict[str, Any]:
