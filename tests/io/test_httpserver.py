@@ -98,6 +98,32 @@ async def test_pipelined_requests_past_the_read_ahead_bound_are_all_answered_in_
         b"/2 700002;")
 
 
+async def test_bytes_pipelined_while_a_response_is_written_are_held_up_to_the_bound() -> None:
+    """A client that sends 4 MB behind its first request while that one is answered slowly:
+    the server holds at most ``_PIPELINE_BYTES`` and one read of them meanwhile, and then
+    reads the next request, its 4 MB body whole, as usual."""
+    from mmsp_io.httpserver import _connection
+
+    held: list[int] = []
+
+    async def slow(request: Request, response: Response) -> None:
+        if request.path == "/first":
+            await anyio.sleep(0.3)
+            held.append(len(response._connection.conn.trailing_data[0]))
+        await response.respond(200, [], b"ok")
+
+    big = 4 * 1024 * 1024
+    data = (b"GET /first HTTP/1.1\r\nHost: t\r\n\r\n"
+            b"POST /next HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % big
+            + b"x" * big)
+    limits = Limits(max_body_bytes=8 * 1024 * 1024)
+    async with serve(slow, limits=limits) as server:
+        received = await raw_exchange(server.url, data, until=b"ok" + b"HTTP/1.1 200 ")
+    bound = _connection._PIPELINE_BYTES + _connection._RECEIVE_SIZE
+    assert len(held) == 1 and 0 < held[0] <= bound
+    assert received.count(b"HTTP/1.1 200 ") == 2
+
+
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
 async def test_a_body_over_the_limit_is_answered_413_then_closed(declared: bool) -> None:
     seen: list[Request] = []
