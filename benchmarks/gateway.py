@@ -160,7 +160,7 @@ class _Load:
         async def one() -> None:
             try:
                 await self.stream("short", self.short, firsts)
-            except Exception as exc:
+            except Exception as exc:  # a failed stream is counted, the others go on
                 failures.append(f"{type(exc).__name__}: {exc}")
 
         with anyio.fail_after(WAVE_TIMEOUT):
@@ -184,8 +184,8 @@ class _Load:
         return {"streams": streams, "waves": waves, "wall": time.perf_counter() - wall,
                 "relay_cpu": self.relay_cpu() - relay, "load_cpu": time.process_time() - own,
                 "deltas": done * self.short.n, "completed": done, "failed": len(failures),
-                "first": firsts,
-                "first_wave": opening, "error": failures[0] if failures else None}
+                "first": firsts, "first_wave": opening,
+                "error": failures[0] if failures else None}
 
     async def run(self) -> dict[str, Any]:
         """Warm up, then the burst and every cell the spec names."""
